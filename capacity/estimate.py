@@ -1,0 +1,175 @@
+"""The public entry point: a Scenario in, an Estimate out (what the CLI prints and the app shows)."""
+
+from __future__ import annotations
+
+import math
+from typing import Literal
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field
+
+from capacity.architecture import load_model
+from capacity.calibration import IDEAL, Calibration, find_calibration, parse_calibration_file
+from capacity.engine import engine_profile
+from capacity.hardware import load_gpu
+from capacity.load import parse_load
+from capacity.plan import Plan, make_plan
+from capacity.workload import Extras, LoadResult, burst, closed_loop, open_loop
+from capacity.cost import usd_per_million_tokens
+from capacity.bounds import bound_of_step, decode_compute_bound_batch
+from capacity.errors import WorkloadError
+
+
+class Scenario(BaseModel):
+    """One question: this model, on these GPUs, at this precision, under this workload."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    model: str = "meta-llama/Llama-3.1-8B"
+    gpu: str = "h200-sxm"
+    num_gpus: int = Field(1, ge=1, le=4096)
+    tp: int = Field(1, ge=1, le=1024)
+    expert_parallel: bool = False
+    precision: str = "bf16"
+    kv_precision: str = "bf16"
+    engine: str = "vllm"
+    ideal: bool = False
+    isl: int = Field(1024, description="input tokens per request")
+    osl: int = Field(128, description="output tokens per request")
+    load: str = "sync"
+    price_usd_per_gpu_hour: float | None = Field(None, gt=0)
+    calibration: str | None = Field(None, description="path to a calibration file; default: the shipped one")
+    gpu_memory_utilization: float | None = Field(None, gt=0, le=1)
+    max_num_seqs: int | None = Field(None, ge=1)
+    max_num_batched_tokens: int | None = Field(None, ge=1)
+    max_model_len: int | None = Field(None, ge=1)
+    prefix_hit_rate: float = Field(0.0, ge=0, lt=1)
+    spec_acceptance: float = Field(0.0, ge=0, lt=1)
+    spec_draft_tokens: int = Field(0, ge=0, le=64)
+    spec_draft_cost: float = Field(0.0, ge=0, le=10)
+    num_requests: int | None = Field(None, ge=1, description="requests in a rate test (default: 120 s of arrivals)")
+
+
+class Estimate(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    model: str
+    gpu: str
+    engine: str
+    ideal: bool
+    precision: str
+    weight_format: str
+    compute_precision: str
+    kv_precision: str
+    num_gpus: int
+    tp: int
+    ep: int
+    replicas: int
+    isl: int
+    osl: int
+    load: str
+    total_params: int
+    active_params_per_token: int
+    weight_bytes: float = Field(description="weights of one replica (all its GPUs)")
+    weight_bytes_per_gpu: float
+    kv_bytes_per_token: float = Field(description="KV bytes one token adds across all layers of one replica")
+    kv_cache_bytes_per_gpu: float
+    activation_bytes_per_gpu: float
+    kv_capacity_tokens: int = Field(description="per replica, as the engine reports it")
+    max_concurrent_requests: int = Field(description="sequences of isl+osl tokens that fit at once (all replicas), capped by max_num_seqs")
+    ttft_s: float
+    itl_s: float
+    e2e_latency_s: float
+    requests_per_s: float = Field(description="all replicas")
+    output_tokens_per_s: float
+    total_tokens_per_s: float
+    running_requests: float
+    prefill_bound: Literal["compute", "memory"]
+    decode_bound: Literal["compute", "memory"]
+    ridge_point_flops_per_byte: float
+    decode_compute_bound_batch: float | None
+    saturated: bool
+    price_usd_per_gpu_hour: float | None
+    usd_per_million_input_tokens: float | None
+    usd_per_million_output_tokens: float | None
+    usd_per_million_total_tokens: float | None
+    calibration: str
+    intervals: dict[str, tuple[float, float]] = Field(default_factory=dict)
+    notes: list[str] = Field(default_factory=list)
+
+
+def _check_lengths(s: Scenario) -> None:
+    for name, v in (("isl", s.isl), ("osl", s.osl)):
+        if v < 1:
+            raise WorkloadError(f"{name} must be at least 1 token (got {v})")
+        if v > 10_000_000:
+            raise WorkloadError(f"{name} of {v:,} tokens is absurd (max 10,000,000)")
+
+
+def _calibration(s: Scenario, weight_format: str) -> Calibration:
+    if s.ideal:
+        return IDEAL
+    if s.calibration:
+        return parse_calibration_file(s.calibration)
+    return find_calibration(s.engine, s.gpu, weight_format)
+
+
+def run_load(plan: Plan, cal: Calibration, s: Scenario, isl, osl, load_kind: str, value) -> LoadResult:
+    extras = Extras(s.prefix_hit_rate, s.spec_acceptance, s.spec_draft_tokens, s.spec_draft_cost)
+    budget = plan.profile.max_num_batched_tokens
+    cap = plan.max_running(isl, osl)
+    args = (plan.costs, cal.efficiency, budget, isl, osl)
+    if load_kind == "sync":
+        return closed_loop(*args, 1, cap, s.ideal, extras)
+    if load_kind == "concurrency":
+        return closed_loop(*args, value, cap, s.ideal, extras)
+    if load_kind == "burst":
+        return burst(*args, value, cap, s.ideal, extras)
+    return open_loop(*args, value, cap, s.ideal, extras, s.num_requests)
+
+
+def estimate(s: Scenario) -> Estimate:
+    _check_lengths(s)
+    load = parse_load(s.load)
+    model = load_model(s.model)
+    gpu = load_gpu(s.gpu)
+    profile = engine_profile(s.engine, gpu_memory_utilization=s.gpu_memory_utilization,
+                             max_num_seqs=s.max_num_seqs, max_num_batched_tokens=s.max_num_batched_tokens)
+    plan = make_plan(model, gpu, s.precision, s.kv_precision, profile, s.num_gpus, s.tp, s.expert_parallel,
+                     s.isl + s.osl, s.max_model_len)
+    cal = _calibration(s, plan.weight_format)
+    r = run_load(plan, cal, s, s.isl, s.osl, load.kind, load.value)
+    f = {k: float(np.asarray(getattr(r, k))) for k in ("ttft_s", "itl_s", "e2e_latency_s", "requests_per_s",
+                                                      "output_tokens_per_s", "total_tokens_per_s", "running")}
+    reps = plan.replicas
+    rps, out_tps, tot_tps = f["requests_per_s"] * reps, f["output_tokens_per_s"] * reps, f["total_tokens_per_s"] * reps
+    price = s.price_usd_per_gpu_hour or gpu.price_usd_per_gpu_hour
+    fleet_price = price * s.num_gpus if price else None
+    ctx = s.isl + s.osl / 2
+    prefill_bound = bound_of_step(plan.costs, 0, s.isl, s.isl * (1 - s.prefix_hit_rate), s.isl / 2)
+    decode_bound = bound_of_step(plan.costs, max(f["running"], 1.0), ctx, 0, 0)
+    notes = list(plan.notes)
+    if bool(np.asarray(r.saturated)):
+        notes.append("load exceeds what one replica runs at once: requests queue and TTFT grows with the queue")
+    intervals = {k: (f[k] * math.exp(v.log_ratio_q05), f[k] * math.exp(v.log_ratio_q95))
+                 for k, v in cal.residuals.items() if k in f}
+    return Estimate(
+        model=s.model, gpu=gpu.id, engine=profile.name, ideal=s.ideal, precision=s.precision,
+        weight_format=plan.weight_format, compute_precision=plan.compute_precision, kv_precision=s.kv_precision,
+        num_gpus=s.num_gpus, tp=s.tp, ep=plan.ep, replicas=reps, isl=s.isl, osl=s.osl, load=str(load),
+        total_params=plan.total_params, active_params_per_token=plan.active_params,
+        weight_bytes=plan.weights.total * s.tp, weight_bytes_per_gpu=plan.weights.total,
+        kv_bytes_per_token=plan.kv_bytes_per_token, kv_cache_bytes_per_gpu=plan.memory.kv_cache_bytes,
+        activation_bytes_per_gpu=plan.memory.activation_bytes, kv_capacity_tokens=plan.memory.kv_capacity_tokens,
+        max_concurrent_requests=plan.max_concurrent(s.isl + s.osl) * reps,
+        ttft_s=f["ttft_s"], itl_s=f["itl_s"], e2e_latency_s=f["e2e_latency_s"], requests_per_s=rps,
+        output_tokens_per_s=out_tps, total_tokens_per_s=tot_tps, running_requests=f["running"] * reps,
+        prefill_bound=prefill_bound, decode_bound=decode_bound,
+        ridge_point_flops_per_byte=plan.costs.peak_flops_per_s / plan.costs.bandwidth_bytes_per_s,
+        decode_compute_bound_batch=decode_compute_bound_batch(plan.costs, ctx),
+        saturated=bool(np.asarray(r.saturated)), price_usd_per_gpu_hour=price,
+        usd_per_million_input_tokens=usd_per_million_tokens(fleet_price, rps * s.isl),
+        usd_per_million_output_tokens=usd_per_million_tokens(fleet_price, out_tps),
+        usd_per_million_total_tokens=usd_per_million_tokens(fleet_price, tot_tps),
+        calibration=cal.source or f"{cal.engine}/{cal.gpu}/{cal.precision}", intervals=intervals, notes=notes,
+    )

@@ -1,0 +1,43 @@
+"""Load specifications: 'sync', 'concurrency:C', 'burst:N', 'rate:R' (requests per second)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from capacity.errors import WorkloadError
+
+LoadKind = Literal["sync", "concurrency", "burst", "rate"]
+
+
+class Load(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    kind: LoadKind
+    value: float = Field(gt=0)
+
+    def __str__(self) -> str:
+        if self.kind == "sync":
+            return "sync"
+        v = int(self.value) if self.kind != "rate" else self.value
+        return f"{self.kind}:{v:g}" if self.kind == "rate" else f"{self.kind}:{v}"
+
+
+def parse_load(text: str) -> Load:
+    t = text.strip().lower()
+    if t in ("sync", "synchronous"):
+        return Load(kind="sync", value=1)
+    kind, _, raw = t.partition(":")
+    if kind not in ("concurrency", "burst", "rate") or not raw:
+        raise WorkloadError(f"bad load '{text}': use sync, concurrency:C, burst:N or rate:R")
+    try:
+        value = float(raw)
+    except ValueError:
+        raise WorkloadError(f"bad load '{text}': '{raw}' is not a number") from None
+    if not value > 0 or value != value or value == float("inf"):
+        raise WorkloadError(f"bad load '{text}': the value must be a positive finite number")
+    if kind != "rate" and value != int(value):
+        raise WorkloadError(f"bad load '{text}': {kind} takes a whole number")
+    if kind != "rate" and value > 10**7:
+        raise WorkloadError(f"bad load '{text}': {kind} of {value:g} requests is absurd (max 10,000,000)")
+    return Load(kind=kind, value=value)  # type: ignore[arg-type]

@@ -1,0 +1,95 @@
+"""Engine-faithful memory accounting: what is left for the KV cache, in tokens and sequences.
+
+vLLM: KV memory = usable × gpu_memory_utilization − weights − activation peak of the profile run
+(a forward of max_num_batched_tokens tokens, and the sampler warm-up over max_num_seqs logits)
+− non-torch memory − CUDA graphs. Blocks = KV memory ÷ (block bytes × layers per pool); hybrid
+sliding/full models share pools between layer groups (vLLM's hybrid allocator).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from capacity.architecture import ModelArch
+from capacity.engine import EngineProfile
+from capacity.kv import kv_bytes_per_token_per_layer
+
+
+@dataclass(frozen=True)
+class MemoryPlan:
+    usable_bytes: float
+    budget_bytes: float  # usable × utilization
+    weight_bytes: float
+    activation_bytes: float
+    non_torch_bytes: float
+    cuda_graph_bytes: float
+    kv_cache_bytes: float
+    kv_bytes_per_token_layer: float
+    num_blocks: int
+    kv_capacity_tokens: int  # as the engine reports it ("GPU KV cache size")
+    num_groups: int  # KV cache groups (1 unless hybrid)
+    layers_per_group: int
+
+
+def activation_peak_bytes(m: ModelArch, profile: EngineProfile, tp: int) -> float:
+    """Peak transient memory of the profile run: max(forward of the token budget, sampler warm-up).
+
+    Forward, per token (bf16): the widest MLP intermediate (gate+up, activation: 3 × width) plus the
+    attention projections and a few residual copies of the hidden state; MoE layers hold k expert
+    intermediates per token. Sampler: max_num_seqs × vocab fp32 logits, `sampler_copies` times.
+    """
+    tokens = min(profile.max_num_batched_tokens, 10**6)
+    width = m.intermediate_size
+    if m.moe is not None:
+        width = max(width, m.moe.num_experts_per_token * m.moe.expert_intermediate_size)
+    per_token = (3 * width / tp + 4 * m.hidden_size + (m.q_dim + 2 * m.num_kv_heads * m.head_dim) / tp) * 2
+    forward = profile.activation_bytes_per_token * tokens * per_token
+    sampler = profile.sampler_copies * min(profile.max_num_seqs, tokens) * m.vocab_size * 4
+    return max(forward, sampler)
+
+
+def kv_groups(m: ModelArch) -> tuple[int, int]:
+    """(number of KV cache groups, layers per group) as vLLM's hybrid allocator forms them."""
+    full, sliding = m.num_full_layers, m.num_sliding_layers
+    if full == 0 or sliding == 0:
+        return 1, m.num_layers
+    lo, hi = min(full, sliding), max(full, sliding)
+    size = hi if hi < 1.5 * lo else lo
+    return math.ceil(full / size) + math.ceil(sliding / size), size
+
+
+def plan_memory(m: ModelArch, usable_bytes: float, weight_bytes: float, kv_bytes: float,
+                profile: EngineProfile, tp: int = 1) -> MemoryPlan:
+    budget = usable_bytes * profile.gpu_memory_utilization
+    act = activation_peak_bytes(m, profile, tp)
+    kv_mem = budget - weight_bytes - act - profile.non_torch_bytes - profile.cuda_graph_bytes
+    per_token_layer = kv_bytes_per_token_per_layer(m, kv_bytes, tp)
+    groups, layers_per_group = kv_groups(m)
+    page = per_token_layer * profile.block_size_tokens
+    num_blocks = max(0, int(kv_mem // page // layers_per_group)) if kv_mem > 0 else 0
+    tokens = num_blocks // groups * profile.block_size_tokens
+    return MemoryPlan(usable_bytes, budget, weight_bytes, act, profile.non_torch_bytes, profile.cuda_graph_bytes,
+                      max(kv_mem, 0.0), per_token_layer, num_blocks, tokens, groups, layers_per_group)
+
+
+def blocks_per_sequence(m: ModelArch, context, plan: MemoryPlan, block: int) -> np.ndarray:
+    """Blocks one sequence of `context` tokens holds (vectorized): full-attention groups keep all its
+    blocks; sliding-window groups keep the window plus one partial block."""
+    ctx = np.maximum(np.asarray(context, dtype=float), 1.0)
+    full_blocks = np.ceil(ctx / block)
+    window = float(m.sliding_window or 0)
+    sliding_blocks = np.minimum(full_blocks, math.ceil(window / block) + 1) if window else full_blocks
+    if m.num_sliding_layers == 0:
+        return plan.num_groups * full_blocks
+    if m.num_full_layers == 0:
+        return plan.num_groups * sliding_blocks
+    full_groups = math.ceil(m.num_full_layers / plan.layers_per_group)
+    return full_groups * full_blocks + (plan.num_groups - full_groups) * sliding_blocks
+
+
+def max_sequences(m: ModelArch, context, plan: MemoryPlan, block: int) -> np.ndarray:
+    """Sequences of `context` tokens that fit in the KV cache at once (vectorized)."""
+    return np.floor(plan.num_blocks / blocks_per_sequence(m, context, plan, block))

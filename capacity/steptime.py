@@ -1,0 +1,168 @@
+"""Time of one engine step (one forward pass of a continuous batch), per operator roofline.
+
+A step runs `d` decode sequences (one token each, mean context c) and `p` prefill tokens (each
+attending s keys on average, summed over layers). Per GPU, with tensor parallel t:
+
+  linear:    FLOPs 2·N_dense·T / t, bytes W_dense / t                 (T = d + p tokens)
+  experts:   FLOPs 2·k·N_expert·T·L_moe, bytes E_touched(T)·W_expert·L_moe
+  attention: decode reads the KV of every sequence; prefill does 4·n_h·d_h·p·s FLOPs
+  comms:     2 all-reduces per layer of T·h·2 bytes when t > 1
+  overhead:  step + per-layer + per-sequence constants
+
+Each operator takes max(FLOPs ÷ achieved FLOP/s, bytes ÷ achieved bandwidth); operators run one
+after another, so their times add. With `ideal`, the step is the whole-step roofline
+max(ΣFLOPs ÷ peak, Σbytes ÷ bandwidth): a true lower bound on time.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from capacity.architecture import ModelArch
+from capacity.calibration import Efficiency
+from capacity.formulas import compiled
+from capacity.hardware import Gpu
+from capacity.kv import attended_tokens_decode, kv_bytes_per_token_per_layer
+from capacity.params import count_params, mlp_params
+from capacity.weights import WeightBytes
+
+
+@dataclass(frozen=True)
+class StepCosts:
+    """Per-GPU constants of one (model, precision, GPU, parallelism): everything step time needs."""
+
+    arch: ModelArch
+    tp: int
+    ep: int
+    dense_params: float  # per GPU, multiplied by every token (LM head excluded)
+    head_params: float  # per GPU, LM head: multiplied by sampled positions only
+    dense_weight_bytes: float  # per GPU, streamed every step
+    expert_params: float  # one expert of one layer, per GPU
+    expert_weight_bytes: float
+    experts_per_gpu: float
+    num_experts: int
+    experts_per_token: int
+    moe_layers: int
+    kv_bytes_per_token_layer: float  # per GPU
+    attention_flops_per_key: float  # per query token per key per layer, per GPU: 4·n_h·d_h / t
+    peak_flops_per_s: float  # linear layers, compute precision
+    attention_peak_flops_per_s: float  # bf16
+    bandwidth_bytes_per_s: float
+    link_bytes_per_s: float
+    hidden_size: int
+    num_layers: int
+
+
+def build_costs(m: ModelArch, w: WeightBytes, gpu: Gpu, compute_precision: str, kv_bytes: float,
+                tp: int = 1, ep: int = 1) -> StepCosts:
+    p = count_params(m)
+    head = p.lm_head if p.lm_head else p.embedding
+    dense = (p.attention + p.dense_mlp + p.shared_experts + p.router) / tp
+    moe = m.moe
+    if m.mla is not None:
+        a = m.mla
+        flops_per_key = (4 * a.kv_lora_rank + 2 * a.qk_rope_head_dim) * m.num_heads / tp
+    else:
+        flops_per_key = 4 * m.num_heads * m.head_dim / tp
+    return StepCosts(
+        arch=m,
+        tp=tp,
+        ep=ep,
+        dense_params=dense,
+        head_params=head / tp,
+        dense_weight_bytes=w.read_per_step_dense,
+        expert_params=0.0 if moe is None else mlp_params(m.hidden_size, moe.expert_intermediate_size, m.gated_mlp) / (1 if ep > 1 else tp),
+        expert_weight_bytes=w.expert,
+        experts_per_gpu=0.0 if moe is None else moe.num_experts / max(ep, 1),
+        num_experts=0 if moe is None else moe.num_experts,
+        experts_per_token=0 if moe is None else moe.num_experts_per_token,
+        moe_layers=m.num_moe_layers,
+        kv_bytes_per_token_layer=kv_bytes_per_token_per_layer(m, kv_bytes, tp),
+        attention_flops_per_key=flops_per_key,
+        peak_flops_per_s=gpu.peak_flops_per_s(compute_precision),
+        attention_peak_flops_per_s=gpu.dense_flops_per_s.bf16,
+        bandwidth_bytes_per_s=gpu.memory_bandwidth_bytes_per_s,
+        link_bytes_per_s=gpu.interconnect_bytes_per_s_per_direction,
+        hidden_size=m.hidden_size,
+        num_layers=m.num_layers,
+    )
+
+
+@dataclass(frozen=True)
+class StepParts:
+    """FLOPs, bytes and seconds of each operator class of a step (arrays broadcast over inputs)."""
+
+    linear_flops: np.ndarray
+    linear_bytes: np.ndarray
+    expert_flops: np.ndarray
+    expert_bytes: np.ndarray
+    attention_flops: np.ndarray
+    attention_bytes: np.ndarray
+    comm_s: np.ndarray
+    overhead_s: np.ndarray
+    time_s: np.ndarray
+
+    @property
+    def flops(self) -> np.ndarray:
+        return self.linear_flops + self.expert_flops + self.attention_flops
+
+    @property
+    def bytes(self) -> np.ndarray:
+        return self.linear_bytes + self.expert_bytes + self.attention_bytes
+
+
+def step_parts(c: StepCosts, eff: Efficiency, decode_seqs, decode_context, prefill_tokens,
+               prefill_keys_per_token, ideal: bool = False) -> StepParts:
+    roof = compiled("roofline_time_s")
+    d = np.asarray(decode_seqs, dtype=float)
+    p = np.asarray(prefill_tokens, dtype=float)
+    tokens = d + p
+    logits_tokens = d + np.minimum(p, 1.0)  # the LM head runs for sampled positions only
+    m = c.arch
+    lin_flops = 2 * c.dense_params * tokens + 2 * c.head_params * logits_tokens
+    lin_bytes = np.full_like(tokens, c.dense_weight_bytes)
+    if c.moe_layers:
+        touched = compiled("experts_touched")(c.num_experts, c.experts_per_token, np.maximum(tokens, 1e-9))
+        touched = np.minimum(touched * (c.experts_per_gpu / c.num_experts), c.experts_per_gpu)
+        exp_flops = 2 * c.experts_per_token * c.expert_params * tokens * c.moe_layers / c.ep
+        exp_bytes = touched * c.expert_weight_bytes * c.moe_layers
+    else:
+        exp_flops = np.zeros_like(tokens)
+        exp_bytes = np.zeros_like(tokens)
+    ctx = np.asarray(decode_context, dtype=float)
+    dec_keys = attended_tokens_decode(m, ctx)  # token-layers per decoding sequence
+    attn_dec_bytes = d * dec_keys * c.kv_bytes_per_token_layer
+    attn_dec_flops = d * dec_keys * c.attention_flops_per_key
+    s = np.asarray(prefill_keys_per_token, dtype=float)
+    attn_pre_flops = p * s * c.attention_flops_per_key
+    attn_pre_bytes = p * m.num_layers * c.kv_bytes_per_token_layer  # writing the new KV
+    attn_flops = attn_dec_flops + attn_pre_flops
+    attn_bytes = attn_dec_bytes + attn_pre_bytes
+    if c.tp > 1:
+        msg = tokens * c.hidden_size * 2.0
+        comm = 2 * c.num_layers * compiled("allreduce_time_s")(eff.link_latency_s, c.tp, msg, c.link_bytes_per_s, eff.link)
+    else:
+        comm = np.zeros_like(tokens)
+    overhead = eff.step_overhead_s + eff.layer_overhead_s * c.num_layers + eff.sequence_overhead_s * (d + np.minimum(p, 1.0))
+    if ideal:
+        total_flops = lin_flops + exp_flops + attn_flops
+        total_bytes = lin_bytes + exp_bytes + attn_bytes
+        time = roof(total_flops, c.peak_flops_per_s, 1.0, total_bytes, c.bandwidth_bytes_per_s, 1.0) + comm
+    else:
+        t_lin = roof(lin_flops, c.peak_flops_per_s, eff.matmul, lin_bytes, c.bandwidth_bytes_per_s, eff.weight_bandwidth)
+        t_exp = roof(exp_flops, c.peak_flops_per_s, eff.moe_matmul, exp_bytes, c.bandwidth_bytes_per_s, eff.weight_bandwidth)
+        t_dec = roof(attn_dec_flops, c.attention_peak_flops_per_s, eff.attention_matmul, attn_dec_bytes,
+                     c.bandwidth_bytes_per_s, eff.kv_bandwidth)
+        t_pre = roof(attn_pre_flops, c.attention_peak_flops_per_s, eff.attention_matmul, attn_pre_bytes,
+                     c.bandwidth_bytes_per_s, eff.weight_bandwidth)
+        time = t_lin + t_exp + t_dec + t_pre + comm + overhead
+    return StepParts(lin_flops, lin_bytes, exp_flops, exp_bytes, attn_flops, attn_bytes,
+                     np.broadcast_to(comm, tokens.shape), np.broadcast_to(overhead, tokens.shape), time)
+
+
+def step_time_s(c: StepCosts, eff: Efficiency, decode_seqs, decode_context, prefill_tokens=0.0,
+                prefill_keys_per_token=0.0, ideal: bool = False) -> np.ndarray:
+    return step_parts(c, eff, decode_seqs, decode_context, prefill_tokens, prefill_keys_per_token, ideal).time_s
+
