@@ -1,0 +1,67 @@
+"""GPUs needed for a target request rate under TTFT and ITL objectives: find the highest rate one
+replica serves within the objectives (a vectorized scan of arrival rates), then add replicas."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict
+
+from capacity.architecture import load_model
+from capacity.calibration import IDEAL, find_calibration
+from capacity.engine import engine_profile
+from capacity.errors import CapacityError, WorkloadError
+from capacity.estimate import Scenario, run_load
+from capacity.hardware import load_gpu
+from capacity.plan import make_plan
+
+
+class SizingOption(BaseModel):
+    model_config = ConfigDict(frozen=True)
+    tp: int
+    fits: bool
+    reason: str = ""
+    max_rps_per_replica: float = 0.0
+    ttft_s_at_max: float | None = None
+    itl_s_at_max: float | None = None
+    replicas: int | None = None
+    num_gpus: int | None = None
+    usd_per_hour: float | None = None
+
+
+def max_rate_within_slo(plan, cal, s: Scenario, ttft_slo_s: float, itl_slo_s: float, points: int = 400):
+    cap = run_load(plan, cal, s, s.isl, s.osl, "burst", 10**6)
+    rates = np.linspace(0.0, 1.0, points + 1)[1:] * float(cap.requests_per_s)
+    r = run_load(plan, cal, s, s.isl, s.osl, "rate", rates)
+    ok = (r.ttft_s <= ttft_slo_s) & (r.itl_s <= itl_slo_s) & ~np.asarray(r.saturated, dtype=bool)
+    if not ok.any():
+        return 0.0, None, None
+    i = int(np.flatnonzero(ok)[-1])
+    return float(rates[i]), float(r.ttft_s[i]), float(r.itl_s[i])
+
+
+def size(s: Scenario, target_rps: float, ttft_slo_s: float, itl_slo_s: float, tps: list[int]) -> list[SizingOption]:
+    if target_rps <= 0 or ttft_slo_s <= 0 or itl_slo_s <= 0:
+        raise WorkloadError("target rate and objectives must be positive")
+    model, gpu = load_model(s.model), load_gpu(s.gpu)
+    price = s.price_usd_per_gpu_hour or gpu.price_usd_per_gpu_hour
+    options = []
+    for tp in tps:
+        try:
+            plan = make_plan(model, gpu, s.precision, s.kv_precision, engine_profile(s.engine), tp, tp,
+                             s.expert_parallel, s.isl + s.osl)
+        except CapacityError as exc:
+            options.append(SizingOption(tp=tp, fits=False, reason=str(exc)))
+            continue
+        cal = IDEAL if s.ideal else find_calibration(s.engine, gpu.id, plan.weight_format)
+        sc = s.model_copy(update={"tp": tp, "num_gpus": tp})
+        rate, ttft, itl = max_rate_within_slo(plan, cal, sc, ttft_slo_s, itl_slo_s)
+        if rate <= 0:
+            options.append(SizingOption(tp=tp, fits=True, reason="no rate meets the objectives on one replica"))
+            continue
+        replicas = math.ceil(target_rps / rate)
+        options.append(SizingOption(tp=tp, fits=True, max_rps_per_replica=rate, ttft_s_at_max=ttft, itl_s_at_max=itl,
+                                    replicas=replicas, num_gpus=replicas * tp,
+                                    usd_per_hour=price * replicas * tp if price else None))
+    return options
