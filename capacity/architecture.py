@@ -140,7 +140,8 @@ def _quantization(cfg: dict[str, Any]) -> str | None:
 
 # transformers' defaults for fields some shipped configs leave out (Gemma 3's text_config)
 MODEL_TYPE_DEFAULTS: dict[str, dict[str, Any]] = {
-    "gemma3_text": {"vocab_size": 262208, "sliding_window_pattern": 6, "hidden_activation": "gelu_pytorch_tanh"},
+    "gemma3_text": {"vocab_size": 262208, "sliding_window_pattern": 6, "hidden_activation": "gelu_pytorch_tanh",
+                    "tie_word_embeddings": True},
 }
 
 
