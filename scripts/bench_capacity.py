@@ -1,0 +1,42 @@
+"""Speed figures for the capacity model (targets: one estimate <= 5 ms; 1,000,000-point grid <= 2 s).
+Run: python scripts/bench_capacity.py"""
+
+import time
+
+import numpy as np
+
+from capacity import Scenario, estimate
+from capacity.architecture import load_model
+from capacity.calibration import find_calibration
+from capacity.engine import VLLM
+from capacity.estimate import run_load
+from capacity.hardware import load_gpu
+from capacity.plan import make_plan
+
+
+def best_of(fn, repeat: int) -> float:
+    times = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return min(times)
+
+
+def main() -> None:
+    s = Scenario(load="concurrency:32")
+    estimate(s)  # warm caches (config parsing, sympy lambdify)
+    one = best_of(lambda: estimate(s), 50)
+    print(f"one estimate (Llama-3.1-8B, H200, concurrency 32): {one * 1e3:.2f} ms (target <= 5 ms)")
+    plan = make_plan(load_model(s.model), load_gpu(s.gpu), "bf16", "bf16", VLLM)
+    cal = find_calibration("vllm", "h200-sxm", "bf16")
+    isl, osl, c = np.meshgrid(np.linspace(64, 32000, 100), np.linspace(16, 8000, 100), np.arange(1, 101), indexing="ij")
+    grid = lambda: run_load(plan, cal, s, isl.ravel(), osl.ravel(), "concurrency", c.ravel())  # noqa: E731
+    t = best_of(grid, 3)
+    print(f"1,000,000-point grid (isl x osl x concurrency): {t:.2f} s (target <= 2 s)")
+    r = lambda: run_load(plan, cal, s, isl.ravel(), osl.ravel(), "rate", c.ravel() / 10)  # noqa: E731
+    print(f"1,000,000-point grid of arrival rates (fixed-point solve): {best_of(r, 1):.2f} s")
+
+
+if __name__ == "__main__":
+    main()

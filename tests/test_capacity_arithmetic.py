@@ -1,0 +1,104 @@
+"""Hand calculations, with the arithmetic written out."""
+
+import pytest
+
+from capacity.architecture import load_model
+from capacity.engine import VLLM
+from capacity.kv import kv_bytes_per_sequence, kv_bytes_per_token
+from capacity.memory import kv_groups, plan_memory
+from capacity.params import active_params_per_token, count_params
+from capacity.precision import BYTES_PER_WEIGHT
+from capacity.weights import weight_bytes
+
+
+def test_mistral_7b_kv_bytes_per_token():
+    m = load_model("mistralai/Mistral-7B-v0.1")
+    assert kv_bytes_per_token(m, 2.0) == 2 * 32 * 8 * 128 * 2 == 131_072
+
+
+def test_mistral_80_users_at_4k():
+    m = load_model("mistralai/Mistral-7B-v0.1")
+    per_user = float(kv_bytes_per_sequence(m, 4096, 2.0))
+    assert per_user == 4096 * 131_072  # the 4096-token window holds the whole 4K context
+    assert 80 * per_user == pytest.approx(42.95e9, rel=1e-3)
+
+
+def test_mistral_weights_about_14_5_gb():
+    m = load_model("mistralai/Mistral-7B-v0.1")
+    assert count_params(m).total == pytest.approx(7.24e9, rel=0.005)
+    assert weight_bytes(m, "bf16").total == pytest.approx(14.5e9, rel=0.01)
+
+
+def test_llama3_70b_kv_327680_bytes_per_token():
+    m = load_model("meta-llama/Llama-3.3-70B-Instruct")
+    assert kv_bytes_per_token(m, 2.0) == 80 * 2 * 8 * 128 * 2 == 327_680
+
+
+def test_deepseek_v3_mla_latent_kv():
+    m = load_model("deepseek-ai/DeepSeek-V3")
+    assert kv_bytes_per_token(m, 2.0) == 61 * (512 + 64) * 2 == 70_272
+    mha = 61 * 2 * 128 * (128 + 64) * 2  # the same heads stored uncompressed
+    assert mha / 70_272 > 40
+
+
+@pytest.mark.parametrize("model_id,total_b,active_b", [
+    ("meta-llama/Llama-3.1-8B", 8.03, 7.50),
+    ("meta-llama/Llama-3.1-405B", 405.8, 403.8),
+    ("Qwen/Qwen3-30B-A3B", 30.5, 3.04),
+    ("Qwen/Qwen3-235B-A22B", 235.1, 21.6),
+    ("deepseek-ai/DeepSeek-V3", 671.0, 36.6),
+    ("openai/gpt-oss-120b", 116.8, 5.13),
+    ("openai/gpt-oss-20b", 20.9, 3.61),
+    ("google/gemma-3-27b-it", 27.4, 27.0),  # active = total - 0.42 B vision tower (tied LM head counted)
+])
+def test_parameter_counts_match_published(model_id, total_b, active_b):
+    m = load_model(model_id)
+    assert count_params(m).total / 1e9 == pytest.approx(total_b, rel=0.01)
+    assert active_params_per_token(m) / 1e9 == pytest.approx(active_b, rel=0.02)
+
+
+def test_block_scaled_formats():
+    assert BYTES_PER_WEIGHT["nvfp4"] == 0.5 + 1 / 16  # FP8 scale per 16 values
+    assert BYTES_PER_WEIGHT["mxfp4"] == 0.5 + 1 / 32  # E8M0 scale per 32 values
+
+
+def test_gpt_oss_120b_checkpoint_size():
+    # MXFP4 experts, bf16 attention/embeddings: the published checkpoint is about 60.8 GiB
+    m = load_model("openai/gpt-oss-120b")
+    assert weight_bytes(m, "mxfp4").total / 2**30 == pytest.approx(60.8, rel=0.02)
+
+
+def test_fp8_keeps_embeddings_and_head_in_bf16():
+    m = load_model("meta-llama/Llama-3.1-8B")
+    w8, w16 = weight_bytes(m, "fp8"), weight_bytes(m, "bf16")
+    assert w8.embedding == w16.embedding == 128256 * 4096 * 2
+    assert w8.attention == w16.attention / 2
+
+
+def test_tensor_parallel_halves_weights_and_kv():
+    m = load_model("meta-llama/Llama-3.1-8B")
+    assert weight_bytes(m, "bf16", tp=2).attention == weight_bytes(m, "bf16").attention / 2
+    assert kv_bytes_per_token(m, 2.0, tp=2) == 131_072 / 2
+
+
+def test_gemma3_hybrid_groups_like_vllm():
+    # 62 layers: every 6th global -> 10 full + 52 sliding; group size 10 -> 1 + 6 groups
+    m = load_model("google/gemma-3-27b-it")
+    assert (m.num_full_layers, m.num_sliding_layers, m.sliding_window) == (10, 52, 1024)
+    assert kv_groups(m) == (7, 10)
+
+
+def test_gpt_oss_groups_like_vllm():
+    m = load_model("openai/gpt-oss-120b")
+    assert kv_groups(m) == (2, 18)
+
+
+def test_vllm_kv_tokens_from_memory_budget():
+    m = load_model("meta-llama/Llama-3.1-8B")
+    usable = 143_771 * 2**20
+    w = weight_bytes(m, "bf16").total
+    plan = plan_memory(m, usable, w, 2.0, VLLM)
+    kv_mem = usable * 0.92 - w - plan.activation_bytes - VLLM.non_torch_bytes
+    blocks = int(kv_mem // (4096 * 16) // 32)  # 4096 bytes per token per layer, 16-token blocks, 32 layers
+    assert plan.num_blocks == blocks
+    assert plan.kv_capacity_tokens == blocks * 16

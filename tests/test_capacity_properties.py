@@ -1,0 +1,107 @@
+"""Property tests: monotonicity, units and bounds that must hold for every input."""
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from capacity import Scenario, estimate
+from capacity.architecture import load_model
+from capacity.calibration import IDEAL, Calibration
+from capacity.engine import VLLM
+from capacity.hardware import load_gpu
+from capacity.plan import make_plan
+from capacity.steptime import step_time_s
+from capacity.workload import burst, closed_loop
+
+MODEL = load_model("meta-llama/Llama-3.1-8B")
+PLAN = make_plan(MODEL, load_gpu("h200-sxm"), "bf16", "bf16", VLLM)
+EFF = Calibration().efficiency
+
+lengths = st.integers(min_value=1, max_value=32_000)
+batch = st.integers(min_value=1, max_value=1024)
+
+
+@given(d=batch, ctx=lengths, extra=st.integers(1, 5000))
+def test_step_time_grows_with_context(d, ctx, extra):
+    assert step_time_s(PLAN.costs, EFF, d, ctx + extra) >= step_time_s(PLAN.costs, EFF, d, ctx)
+
+
+@given(d=batch, ctx=lengths, more=st.integers(1, 512))
+def test_step_time_grows_with_batch(d, ctx, more):
+    assert step_time_s(PLAN.costs, EFF, d + more, ctx) >= step_time_s(PLAN.costs, EFF, d, ctx)
+
+
+@given(d=batch, ctx=lengths, p=st.integers(0, 8192))
+def test_ideal_step_is_a_lower_bound(d, ctx, p):
+    real = step_time_s(PLAN.costs, EFF, d, ctx, p, ctx / 2 * 32)
+    ideal = step_time_s(PLAN.costs, IDEAL.efficiency, d, ctx, p, ctx / 2 * 32, ideal=True)
+    assert ideal <= real
+
+
+@settings(max_examples=50)
+@given(isl=st.integers(1, 8000), osl=st.integers(1, 4000), n=st.integers(1, 2000))
+def test_ideal_throughput_bounds_calibrated(isl, osl, n):
+    cap = PLAN.max_running(isl, osl)
+    args = (PLAN.costs,)
+    real = burst(*args, EFF, 8192, isl, osl, n, cap, False)
+    ideal = burst(*args, IDEAL.efficiency, 8192, isl, osl, n, cap, True)
+    assert ideal.requests_per_s >= real.requests_per_s * (1 - 1e-9)
+
+
+@settings(max_examples=50)
+@given(isl=st.integers(1, 8000), osl=st.integers(2, 4000), c=st.integers(2, 512))
+def test_more_users_more_throughput_slower_tokens(isl, osl, c):
+    cap = PLAN.max_running(isl, osl)
+    one = closed_loop(PLAN.costs, EFF, 8192, isl, osl, 1, cap, False)
+    many = closed_loop(PLAN.costs, EFF, 8192, isl, osl, c, cap, False)
+    assert many.requests_per_s >= one.requests_per_s * 0.999
+    assert many.itl_s >= one.itl_s * 0.999
+
+
+@settings(max_examples=25, deadline=None)
+@given(isl=st.integers(1, 4096), osl=st.integers(1, 2048))
+def test_units_and_consistency(isl, osl):
+    e = estimate(Scenario(isl=isl, osl=osl, load="concurrency:8"))
+    assert abs(e.output_tokens_per_s - e.requests_per_s * osl) <= 1e-9 * e.output_tokens_per_s
+    assert e.total_tokens_per_s >= e.output_tokens_per_s
+    assert e.e2e_latency_s >= e.ttft_s
+    assert 0 < e.itl_s < 1 and 0 < e.ttft_s < 60
+    assert e.usd_per_million_total_tokens <= e.usd_per_million_output_tokens
+
+
+def test_lower_memory_utilization_fewer_kv_tokens():
+    a = estimate(Scenario(gpu_memory_utilization=0.9))
+    b = estimate(Scenario(gpu_memory_utilization=0.8))
+    assert b.kv_capacity_tokens < a.kv_capacity_tokens
+
+
+def test_fp8_decodes_faster_than_bf16():
+    bf16 = estimate(Scenario(precision="bf16"))
+    fp8 = estimate(Scenario(precision="fp8"))
+    assert fp8.itl_s < bf16.itl_s
+    assert fp8.kv_capacity_tokens > bf16.kv_capacity_tokens
+
+
+def test_fp8_kv_doubles_tokens_roughly():
+    a = estimate(Scenario(kv_precision="bf16"))
+    b = estimate(Scenario(kv_precision="fp8"))
+    assert 1.98 < b.kv_capacity_tokens / a.kv_capacity_tokens < 2.02
+
+
+def test_prefix_hits_cut_ttft_and_speculation_cuts_itl():
+    base = estimate(Scenario(isl=4096, osl=256))
+    assert estimate(Scenario(isl=4096, osl=256, prefix_hit_rate=0.8)).ttft_s < base.ttft_s
+    spec = estimate(Scenario(isl=4096, osl=256, spec_acceptance=0.7, spec_draft_tokens=3, spec_draft_cost=0.05))
+    assert spec.itl_s < base.itl_s
+
+
+def test_latency_rises_toward_saturation():
+    cap = estimate(Scenario(isl=1024, osl=128, load="burst:1000")).requests_per_s
+    ttfts = [estimate(Scenario(isl=1024, osl=128, load=f"rate:{cap * x:.4f}")).ttft_s for x in (0.2, 0.6, 0.9, 0.99)]
+    assert ttfts == sorted(ttfts)
+
+
+def test_tensor_parallel_adds_kv_room_and_cuts_itl():
+    one = estimate(Scenario(model="Qwen/Qwen3-32B"))
+    two = estimate(Scenario(model="Qwen/Qwen3-32B", tp=2, num_gpus=2))
+    assert two.kv_capacity_tokens > 2 * one.kv_capacity_tokens
+    assert two.itl_s < one.itl_s
