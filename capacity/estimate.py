@@ -129,6 +129,11 @@ def run_load(plan: Plan, cal: Calibration, s: Scenario, isl, osl, load_kind: str
 
 
 def estimate(s: Scenario) -> Estimate:
+    return estimate_with_calibration(s, None)
+
+
+def estimate_with_calibration(s: Scenario, calibration: Calibration | None) -> Estimate:
+    """`estimate` with an explicit calibration (None: --ideal, --calibration or the shipped one)."""
     _check_lengths(s)
     load = parse_load(s.load)
     model = load_model(s.model)
@@ -137,7 +142,7 @@ def estimate(s: Scenario) -> Estimate:
                              max_num_seqs=s.max_num_seqs, max_num_batched_tokens=s.max_num_batched_tokens)
     plan = make_plan(model, gpu, s.precision, s.kv_precision, profile, s.num_gpus, s.tp, s.expert_parallel,
                      s.isl + s.osl, s.max_model_len)
-    cal = _calibration(s, plan.weight_format)
+    cal = calibration if calibration is not None and not s.ideal else _calibration(s, plan.weight_format)
     r = run_load(plan, cal, s, s.isl, s.osl, load.kind, load.value)
     f = {k: float(np.asarray(getattr(r, k))) for k in ("ttft_s", "itl_s", "e2e_latency_s", "requests_per_s",
                                                       "output_tokens_per_s", "total_tokens_per_s", "running")}

@@ -1,0 +1,160 @@
+"""Measurement campaign on a GPU machine: for each engine configuration, start the server once,
+run every (shape, load) point with `validate sweep`, stop it; pack the results as they complete.
+
+Runs where this repo is not installed (the lent H200): PYTHONPATH=<site>:. python3 scripts/device/campaign.py
+SPEC.json OUTDIR [--budget-s S]. The spec lists configs: {"model", "precision", "engine_args", "shapes": [[isl, osl]],
+"points": ["sync:N", "concurrency:C:N", "burst:N", "rates:K:SECONDS"], "warmup": N}. A point that would not finish
+inside the time budget is skipped (its name goes to skipped.txt); everything finished is in OUTDIR/campaign.tar.gz.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tarfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from validate.engines import build_command, parse_facts  # noqa: E402
+from validate.engines.config import EngineConfig  # noqa: E402
+from validate.engines.launcher import EngineProcess  # noqa: E402
+from validate.modeldir import prepare_model_dir  # noqa: E402
+
+WORK = Path("/tmp/campaign")
+T0 = time.monotonic()
+
+
+def elapsed() -> float:
+    return time.monotonic() - T0
+
+
+def pack(out: Path) -> None:
+    """Re-pack everything measured so far (small files only: per-request ITL lists are summarized)."""
+    with tarfile.open(out / "campaign.tar.gz.tmp", "w:gz") as tar:
+        for path in sorted(WORK.rglob("*")):
+            if path.is_file() and path.name != "requests.jsonl" and path.stat().st_size < 8_000_000:
+                tar.add(path, arcname=str(path.relative_to(WORK)))
+    (out / "campaign.tar.gz.tmp").replace(out / "campaign.tar.gz")
+
+
+def summarize_requests(point_dir: Path) -> None:
+    src = point_dir / "requests.jsonl"
+    if not src.exists():
+        return
+    rows = ["load,index,start_s,ttft_s,e2e_latency_s,mean_itl_s,max_itl_s,input_tokens,output_tokens,error"]
+    for line in src.read_text().splitlines():
+        r = json.loads(line)
+        itls = r.get("itls_s") or []
+        mean = sum(itls) / len(itls) if itls else ""
+        rows.append(",".join(str(x) for x in (r["load"], r["index"], r["start_s"], r.get("ttft_s"), r.get("e2e_latency_s"),
+                                              mean, max(itls) if itls else "", r.get("input_tokens"),
+                                              r.get("output_tokens"), json.dumps(r.get("error") or ""))))
+    (point_dir / "requests.csv").write_text("\n".join(rows) + "\n")
+
+
+def run_point(base: list[str], out_dir: Path, profile: str, num_requests: int, warmup: int, log) -> int:
+    argv = base + ["--profile", profile, "--num-requests", str(num_requests), "--warmup", str(warmup),
+                   "--out", str(out_dir)]
+    log.write(f"[{elapsed():.0f}s] {' '.join(argv)}\n")
+    log.flush()
+    rc = subprocess.run(argv, stdout=log, stderr=subprocess.STDOUT).returncode
+    log.write(f"[{elapsed():.0f}s] rc={rc}\n")
+    return rc
+
+
+def measured(out_dir: Path) -> dict[str, dict]:
+    path = out_dir / "points.jsonl"
+    if not path.exists():
+        return {}
+    pts = [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
+    return {p["load"]: p for p in pts}
+
+
+def run_config(cfg: dict, out: Path, budget_s: float, skipped: list[str]) -> None:
+    slug = f"{cfg['model'].split('/')[-1]}-{cfg.get('precision', 'bf16')}"
+    root = WORK / slug
+    root.mkdir(parents=True, exist_ok=True)
+    info = prepare_model_dir(cfg["model"], Path("/tmp/models") / slug)
+    args = list(cfg.get("engine_args", []))
+    ec = EngineConfig(model_dir=info.path, served_model_name=slug, quantization="fp8" if cfg.get("precision") == "fp8" else None,
+                      extra_args=args, engine_python=sys.executable, port=8000)
+    cmd = build_command("vllm", ec, root)
+    (root / "scenario.json").write_text(json.dumps({"model": cfg["model"], "gpu": cfg.get("gpu", "h200-sxm"),
+                                                    "precision": cfg.get("precision", "bf16"),
+                                                    "kv_precision": cfg.get("kv_precision", "bf16"),
+                                                    "engine": "vllm", "engine_argv": cmd.argv}, indent=1))
+    log = open(root / "campaign.log", "a")
+    engine = EngineProcess(slug, cmd, ec.base_url, root / "server.log", startup_timeout_s=max(60.0, budget_s - elapsed() - 30))
+    engine.start()
+    try:
+        engine.wait_ready()
+        log.write(f"[{elapsed():.0f}s] ready after {engine.ready_after_s:.0f} s\n")
+        (root / "facts.json").write_text(parse_facts("vllm", engine.log_text()).model_dump_json(indent=1))
+        pack(out)
+        base = [sys.executable, "-m", "validate.cli", "sweep", "--base-url", ec.base_url, "--model", slug,
+                "--model-config", info.path, "--gpu", cfg.get("gpu", "h200-sxm"), "--engine", "vllm"]
+        for isl, osl in cfg["shapes"]:
+            d = root / f"{isl}x{osl}"
+            sb = base + ["--isl", str(isl), "--osl", str(osl)]
+            for spec in cfg["points"]:
+                if elapsed() > budget_s:
+                    skipped.append(f"{slug} {isl}x{osl} {spec}")
+                    continue
+                kind, *rest = spec.split(":")
+                if kind == "sync":
+                    run_point(sb, d, "sync", int(rest[0]), 1, log)
+                elif kind == "concurrency":
+                    run_point(sb, d, f"concurrency:{rest[0]}", int(rest[1]), int(rest[0]) // 4, log)
+                elif kind == "burst":
+                    run_point(sb, d, f"burst:{rest[0]}", int(rest[0]), 0, log)
+                elif kind == "rates":
+                    pts = measured(d)
+                    lo = pts.get("sync", {}).get("requests_per_s")
+                    hi = next((p["requests_per_s"] for k, p in pts.items() if k.startswith("burst")), None)
+                    if not lo or not hi:
+                        skipped.append(f"{slug} {isl}x{osl} rates (no sync/burst)")
+                        continue
+                    k, seconds = int(rest[0]), float(rest[1])
+                    for i in range(1, k + 1):
+                        rate = lo + (hi - lo) * i / (k + 1)
+                        if elapsed() > budget_s:
+                            skipped.append(f"{slug} {isl}x{osl} rate:{rate:.3f}")
+                            continue
+                        run_point(sb, d, f"rate:{rate:.3f}", max(8, int(rate * seconds)), 0, log)
+                summarize_requests(d)
+                pack(out)
+    finally:
+        engine.stop()
+        (root / "facts.json").write_text(parse_facts("vllm", engine.log_text()).model_dump_json(indent=1))
+        log.close()
+        pack(out)
+
+
+def main() -> None:
+    p = argparse.ArgumentParser()
+    p.add_argument("spec")
+    p.add_argument("out")
+    p.add_argument("--budget-s", type=float, default=540.0)
+    a = p.parse_args()
+    out = Path(a.out)
+    out.mkdir(parents=True, exist_ok=True)
+    skipped: list[str] = []
+    for cfg in json.loads(Path(a.spec).read_text()):
+        if elapsed() > a.budget_s - 120:
+            skipped.append(f"{cfg['model']} {cfg.get('precision', 'bf16')}: whole config (no time to start)")
+            continue
+        try:
+            run_config(cfg, out, a.budget_s, skipped)
+        except Exception as exc:  # keep going with the next config; the log says what broke
+            skipped.append(f"{cfg['model']}: {type(exc).__name__}: {exc}")
+    (WORK / "skipped.txt").write_text("\n".join(skipped) + "\n")
+    pack(out)
+    print("skipped:", *skipped, sep="\n  ")
+
+
+if __name__ == "__main__":
+    main()

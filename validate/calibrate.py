@@ -1,0 +1,161 @@
+"""Fit the capacity model's efficiency factors to measured points and report held-out error.
+
+The fit minimizes squared log errors of mean TTFT, mean ITL and requests/s over the training points
+(scipy least_squares with bounds). Points are split by shape (input/output lengths): whole shapes are
+held out, so the reported error is for workloads the fit never saw. The calibration file carries the
+5th/95th percentiles of log(measured/predicted) on the training points, from which every calibrated
+prediction gets an interval; the held-out coverage of that interval is reported.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from datetime import date
+
+import numpy as np
+
+from capacity import Scenario
+from capacity.calibration import Calibration, Efficiency, ResidualStats
+from capacity.errors import CapacityError
+from capacity.estimate import estimate_with_calibration
+from validate.compare import MeasuredRun, load_run, point_scenario
+from validate.errors import ValidateError
+
+FIT_METRICS = {"mean_ttft_s": "ttft_s", "mean_itl_s": "itl_s", "requests_per_s": "requests_per_s"}
+# parameter: (low, high); fitted only where the data can identify it
+BOUNDS = {
+    "weight_bandwidth": (0.3, 1.0),
+    "kv_bandwidth": (0.15, 1.0),
+    "matmul": (0.2, 1.0),
+    "attention_matmul": (0.05, 1.0),
+    "moe_matmul": (0.05, 1.0),
+    "step_overhead_s": (0.0, 0.02),
+    "layer_overhead_s": (0.0, 3e-4),
+    "sequence_overhead_s": (0.0, 2e-4),
+    "request_overhead_s": (0.0, 0.1),
+}
+
+
+@dataclass(frozen=True)
+class Sample:
+    label: str
+    shape: str
+    scenario: Scenario
+    measured: dict[str, float]
+
+
+def samples(runs: list[MeasuredRun]) -> list[Sample]:
+    out = []
+    for run in runs:
+        for p in run.points:
+            if p.completed == 0:
+                continue
+            s = point_scenario(run, p)
+            meas = {pk: float(getattr(p, mk)) for mk, pk in FIT_METRICS.items() if getattr(p, mk)}
+            out.append(Sample(f"{s.model} {s.precision} {s.isl}x{s.osl} {p.load}", f"{s.isl}x{s.osl}", s, meas))
+    return out
+
+
+def split(data: list[Sample], holdout_shapes: list[str] | None) -> tuple[list[Sample], list[Sample]]:
+    shapes = sorted({d.shape for d in data}, key=lambda x: tuple(int(v) for v in x.split("x")))
+    held = set(holdout_shapes) if holdout_shapes is not None else set(shapes[1::3])
+    train = [d for d in data if d.shape not in held]
+    test = [d for d in data if d.shape in held]
+    if not train:
+        raise ValidateError("every point is held out: nothing to fit on")
+    return train, test
+
+
+def log_errors(data: list[Sample], eff: Efficiency) -> np.ndarray:
+    cal = Calibration(engine="fit", efficiency=eff)
+    errs = []
+    for d in data:
+        try:
+            e = estimate_with_calibration(d.scenario, cal)
+        except CapacityError:
+            errs += [math.log(10)] * len(d.measured)
+            continue
+        errs += [math.log(getattr(e, pk) / v) for pk, v in d.measured.items()]
+    return np.asarray(errs)
+
+
+def free_parameters(data: list[Sample]) -> list[str]:
+    names = [n for n in BOUNDS if n != "moe_matmul"]
+    if any("A3B" in d.scenario.model or "A22B" in d.scenario.model or "gpt-oss" in d.scenario.model
+           or "DeepSeek" in d.scenario.model or "Mixtral" in d.scenario.model for d in data):
+        names.append("moe_matmul")
+    return names
+
+
+def fit(train: list[Sample], start: Efficiency | None = None) -> Efficiency:
+    from scipy.optimize import least_squares
+
+    start = start or Efficiency()
+    names = free_parameters(train)
+    lo = np.array([BOUNDS[n][0] for n in names])
+    hi = np.array([BOUNDS[n][1] for n in names])
+    scale = hi - lo
+    x0 = np.clip(np.array([getattr(start, n) for n in names]), lo + 1e-9, hi - 1e-9)
+
+    def residuals(z: np.ndarray) -> np.ndarray:
+        x = lo + scale * z
+        return log_errors(train, start.model_copy(update=dict(zip(names, x.tolist()))))
+
+    res = least_squares(residuals, (x0 - lo) / scale, bounds=(0.0, 1.0), diff_step=1e-3, x_scale=1.0, max_nfev=400)
+    best = lo + scale * res.x
+    return start.model_copy(update=dict(zip(names, best.tolist())))
+
+
+def residual_stats(data: list[Sample], eff: Efficiency) -> dict[str, ResidualStats]:
+    cal = Calibration(engine="fit", efficiency=eff)
+    by_metric: dict[str, list[float]] = {pk: [] for pk in FIT_METRICS.values()}
+    for d in data:
+        e = estimate_with_calibration(d.scenario, cal)
+        for pk, v in d.measured.items():
+            by_metric[pk].append(math.log(v / getattr(e, pk)))
+    out = {}
+    for pk, r in by_metric.items():
+        if len(r) >= 2:
+            a = np.asarray(r)
+            out[pk] = ResidualStats(count=len(a), log_ratio_q05=float(np.quantile(a, 0.05)),
+                                    log_ratio_q95=float(np.quantile(a, 0.95)),
+                                    mean_abs_pct_error=float(np.mean(np.abs(np.exp(a) - 1))))
+    return out
+
+
+def calibrate(paths: list[str], engine: str, gpu: str, precision: str, holdout_shapes: list[str] | None = None,
+              source: str = "") -> tuple[Calibration, dict[str, dict[str, float]]]:
+    """Fit on the training shapes; return the calibration (fitted on them) and held-out error per metric."""
+    data = samples([load_run(p) for p in paths])
+    data = [d for d in data if d.scenario.gpu == gpu and (precision == "any" or d.scenario.precision == precision)]
+    if not data:
+        raise ValidateError(f"no measured points for gpu={gpu} precision={precision}")
+    train, test = split(data, holdout_shapes)
+    eff = fit(train)
+    stats = residual_stats(train, eff)
+    cal = Calibration(engine=engine, gpu=gpu, precision=precision, efficiency=eff, residuals=stats,
+                      fitted_on=sorted({d.label for d in train}), held_out=sorted({d.label for d in test}),
+                      source=source or f"validate calibrate: {len(train)} points fitted, {len(test)} held out",
+                      created=str(date.today()))
+    report = {"train": _errors(train, cal), "held_out": _errors(test, cal) if test else {}}
+    return cal, report
+
+
+def _errors(data: list[Sample], cal: Calibration) -> dict[str, float]:
+    """Mean absolute % error per metric, and how often the measured value falls inside the interval."""
+    out: dict[str, float] = {}
+    per: dict[str, list[float]] = {}
+    inside: dict[str, list[bool]] = {}
+    for d in data:
+        e = estimate_with_calibration(d.scenario, cal)
+        for pk, v in d.measured.items():
+            per.setdefault(pk, []).append(abs(getattr(e, pk) / v - 1))
+            if pk in e.intervals:
+                lo, hi = e.intervals[pk]
+                inside.setdefault(pk, []).append(lo <= v <= hi)
+    for pk, errs in per.items():
+        out[f"mape_{pk}"] = float(np.mean(errs))
+        if inside.get(pk):
+            out[f"coverage_{pk}"] = float(np.mean(inside[pk]))
+    return out

@@ -1,0 +1,152 @@
+"""Hold the capacity model against measurements: for every measured load point, the prediction for
+the same configuration and load, and the error per metric.
+
+A results folder (validate run/sweep/import --out) names its configuration in metadata.json (model id,
+--gpu, engine argv) or, for a server started by a campaign script, in scenario.json beside it.
+Errors are reported as predicted ÷ measured − 1 (positive = the model is too high).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from capacity import Scenario, estimate
+from capacity.calibration import Calibration
+from capacity.errors import CapacityError
+from validate.errors import ValidateError
+from validate.results import PointResult, ResultsDir
+
+METRICS = {  # measured key -> predicted key
+    "mean_ttft_s": "ttft_s",
+    "mean_itl_s": "itl_s",
+    "requests_per_s": "requests_per_s",
+    "output_tokens_per_s": "output_tokens_per_s",
+}
+
+
+@dataclass(frozen=True)
+class MeasuredRun:
+    path: Path
+    scenario: dict  # Scenario fields that do not depend on the point
+    points: list[PointResult]
+    facts: dict
+
+
+def _argv_value(argv: list[str], flag: str) -> str | None:
+    for i, a in enumerate(argv):
+        if a == flag and i + 1 < len(argv):
+            return argv[i + 1]
+        if a.startswith(flag + "="):
+            return a.split("=", 1)[1]
+    return None
+
+
+def scenario_from_argv(argv: list[str]) -> dict:
+    """Engine flags that change the prediction: precision, KV dtype, TP, memory and scheduler limits."""
+    s: dict = {}
+    if q := _argv_value(argv, "--quantization"):
+        s["precision"] = "fp8" if q.startswith("fp8") else q
+    if kv := _argv_value(argv, "--kv-cache-dtype"):
+        s["kv_precision"] = "fp8" if kv.startswith("fp8") else "bf16"
+    if tp := _argv_value(argv, "--tensor-parallel-size") or _argv_value(argv, "-tp"):
+        s["tp"] = s["num_gpus"] = int(tp)
+    if "--enable-expert-parallel" in argv:
+        s["expert_parallel"] = True
+    for flag, key, kind in (("--gpu-memory-utilization", "gpu_memory_utilization", float),
+                            ("--max-num-seqs", "max_num_seqs", int),
+                            ("--max-num-batched-tokens", "max_num_batched_tokens", int),
+                            ("--max-model-len", "max_model_len", int)):
+        if (v := _argv_value(argv, flag)) is not None:
+            s[key] = kind(v)
+    return s
+
+
+def load_run(path: str | Path) -> MeasuredRun:
+    folder = ResultsDir(path)
+    meta = folder.read_metadata()
+    side = Path(path) / "scenario.json"
+    if not side.exists():
+        side = Path(path).parent / "scenario.json"
+    extra = json.loads(side.read_text()) if side.exists() else {}
+    argv = extra.get("engine_argv") or (meta.engine_argv if meta else [])
+    scenario = {"model": extra.get("model") or (meta.model_id if meta else None),
+                "gpu": extra.get("gpu") or (meta.gpu_id if meta else None),
+                "engine": "vllm", **scenario_from_argv(argv)}
+    for key in ("precision", "kv_precision"):
+        if key in extra:
+            scenario[key] = extra[key]
+    if not scenario["model"] or not scenario["gpu"]:
+        raise ValidateError(f"{path}: cannot tell the model and GPU (metadata.json needs model_id and gpu_id, "
+                            "or put a scenario.json beside it)")
+    facts_file = Path(path) / "facts.json" if (Path(path) / "facts.json").exists() else Path(path).parent / "facts.json"
+    facts = json.loads(facts_file.read_text()) if facts_file.exists() else (
+        meta.engine_facts.model_dump() if meta and meta.engine_facts else {})
+    return MeasuredRun(Path(path), scenario, folder.points(), facts)
+
+
+def point_scenario(run: MeasuredRun, p: PointResult, **overrides) -> Scenario:
+    isl = int(round(p.isl)) if p.isl else int(run.scenario.get("isl", 0))
+    osl = int(round(p.osl)) if p.osl else int(run.scenario.get("osl", 0))
+    extra = {"num_requests": p.completed + p.failed} if p.load.startswith("rate") else {}
+    fields = {k: v for k, v in run.scenario.items() if k in Scenario.model_fields}
+    return Scenario(**{**fields, "isl": isl, "osl": osl, "load": p.load, **extra, **overrides})
+
+
+def compare_run(run: MeasuredRun, calibrations: dict[str, Calibration | None]) -> list[dict]:
+    """One row per (point, mode); modes map a name to a calibration (None = the shipped default, 'ideal' = roofline)."""
+    rows = []
+    for p in run.points:
+        if p.completed == 0:
+            continue
+        for mode, cal in calibrations.items():
+            try:
+                s = point_scenario(run, p, ideal=(mode == "ideal"))
+                e = estimate(s) if cal is None else _estimate_with(s, cal)
+            except CapacityError as exc:
+                rows.append({"run": str(run.path), "load": p.load, "mode": mode, "error": str(exc)})
+                continue
+            row = {"run": str(run.path), "model": s.model, "gpu": s.gpu, "precision": s.precision, "tp": s.tp,
+                   "isl": s.isl, "osl": s.osl, "load": p.load, "mode": mode, "calibration": e.calibration,
+                   "decode_bound": e.decode_bound, "prefill_bound": e.prefill_bound,
+                   "measured_kv_tokens": run.facts.get("kv_cache_tokens"), "predicted_kv_tokens": e.kv_capacity_tokens}
+            for mk, pk in METRICS.items():
+                meas, pred = getattr(p, mk), getattr(e, pk)
+                row[f"measured_{pk}"] = meas
+                row[f"predicted_{pk}"] = pred
+                row[f"error_{pk}"] = (pred / meas - 1) if meas else np.nan
+                lo_hi = e.intervals.get(pk)
+                row[f"inside_{pk}"] = (lo_hi[0] <= meas <= lo_hi[1]) if (lo_hi and meas) else None
+            rows.append(row)
+    return rows
+
+
+def _estimate_with(s: Scenario, cal: Calibration):
+    from capacity.estimate import estimate_with_calibration
+
+    return estimate_with_calibration(s, cal)
+
+
+def compare_dirs(paths: list[str | Path], calibrations: dict[str, Calibration | None] | None = None) -> pd.DataFrame:
+    modes = calibrations or {"ideal": None, "calibrated": None}
+    rows: list[dict] = []
+    for path in paths:
+        rows += compare_run(load_run(path), modes)
+    return pd.DataFrame(rows)
+
+
+def summarize(df: pd.DataFrame) -> pd.DataFrame:
+    """Mean absolute error per metric and mode, with counts."""
+    out = []
+    for mode, g in df.groupby("mode"):
+        row = {"mode": mode, "points": len(g)}
+        for pk in METRICS.values():
+            err = g.get(f"error_{pk}")
+            if err is not None:
+                row[f"mape_{pk}"] = float(np.nanmean(np.abs(err)))
+        out.append(row)
+    return pd.DataFrame(out)
