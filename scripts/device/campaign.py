@@ -24,7 +24,9 @@ from validate.engines.config import EngineConfig  # noqa: E402
 from validate.engines.launcher import EngineProcess  # noqa: E402
 from validate.modeldir import prepare_model_dir  # noqa: E402
 
-WORK = Path("/tmp/campaign")
+WORK = Path("/tmp/campaign")  # replaced by --work
+PORT = 8000
+NAME = "campaign"
 T0 = time.monotonic()
 
 
@@ -34,11 +36,12 @@ def elapsed() -> float:
 
 def pack(out: Path) -> None:
     """Re-pack everything measured so far (small files only: per-request ITL lists are summarized)."""
-    with tarfile.open(out / "campaign.tar.gz.tmp", "w:gz") as tar:
+    tmp = out / f"{NAME}.tar.gz.tmp"
+    with tarfile.open(tmp, "w:gz") as tar:
         for path in sorted(WORK.rglob("*")):
             if path.is_file() and path.name != "requests.jsonl" and path.stat().st_size < 8_000_000:
                 tar.add(path, arcname=str(path.relative_to(WORK)))
-    (out / "campaign.tar.gz.tmp").replace(out / "campaign.tar.gz")
+    tmp.replace(out / f"{NAME}.tar.gz")
 
 
 def summarize_requests(point_dir: Path) -> None:
@@ -78,10 +81,10 @@ def run_config(cfg: dict, out: Path, budget_s: float, skipped: list[str]) -> Non
     slug = f"{cfg['model'].split('/')[-1]}-{cfg.get('precision', 'bf16')}"
     root = WORK / slug
     root.mkdir(parents=True, exist_ok=True)
-    info = prepare_model_dir(cfg["model"], Path("/tmp/models") / slug)
+    info = prepare_model_dir(cfg["model"], WORK.parent / "models" / slug)
     args = list(cfg.get("engine_args", []))
     ec = EngineConfig(model_dir=info.path, served_model_name=slug, quantization="fp8" if cfg.get("precision") == "fp8" else None,
-                      extra_args=args, engine_python=sys.executable, port=8000)
+                      extra_args=args, engine_python=sys.executable, port=PORT)
     cmd = build_command("vllm", ec, root)
     (root / "scenario.json").write_text(json.dumps({"model": cfg["model"], "gpu": cfg.get("gpu", "h200-sxm"),
                                                     "precision": cfg.get("precision", "bf16"),
@@ -96,7 +99,7 @@ def run_config(cfg: dict, out: Path, budget_s: float, skipped: list[str]) -> Non
         (root / "facts.json").write_text(parse_facts("vllm", engine.log_text()).model_dump_json(indent=1))
         pack(out)
         base = [sys.executable, "-m", "validate.cli", "sweep", "--base-url", ec.base_url, "--model", slug,
-                "--model-config", info.path, "--gpu", cfg.get("gpu", "h200-sxm"), "--engine", "vllm"]
+                "--model-config", info.path, "--gpu", cfg.get("gpu", "h200-sxm")]
         for isl, osl in cfg["shapes"]:
             d = root / f"{isl}x{osl}"
             sb = base + ["--isl", str(isl), "--osl", str(osl)]
@@ -108,7 +111,10 @@ def run_config(cfg: dict, out: Path, budget_s: float, skipped: list[str]) -> Non
                 if kind == "sync":
                     run_point(sb, d, "sync", int(rest[0]), 1, log)
                 elif kind == "concurrency":
-                    run_point(sb, d, f"concurrency:{rest[0]}", int(rest[1]), int(rest[0]) // 4, log)
+                    warm = int(int(rest[0]) * float(cfg.get("warmup_rounds", 0.25)))
+                    run_point(sb, d, f"concurrency:{rest[0]}", int(rest[1]), warm, log)
+                elif kind == "warmburst":  # unrecorded: lets MoE kernels compile for large batches first
+                    run_point(sb, root / "warmup" / f"{isl}x{osl}", f"burst:{rest[0]}", int(rest[0]), 0, log)
                 elif kind == "burst":
                     run_point(sb, d, f"burst:{rest[0]}", int(rest[0]), 0, log)
                 elif kind == "rates":
@@ -139,7 +145,12 @@ def main() -> None:
     p.add_argument("spec")
     p.add_argument("out")
     p.add_argument("--budget-s", type=float, default=540.0)
+    p.add_argument("--port", type=int, default=8000)
+    p.add_argument("--work", default="/tmp/campaign")
+    p.add_argument("--name", default="campaign")
     a = p.parse_args()
+    global WORK, PORT, NAME
+    WORK, PORT, NAME = Path(a.work), a.port, a.name
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
     skipped: list[str] = []
