@@ -1,0 +1,192 @@
+"""llm-capacity: the what-if calculator. `streamlit run app.py`
+
+Pick a model, GPUs, precision, workload and latency objectives in the sidebar; the page answers how many
+users, how fast and at what cost, shows why (memory, roofline, load curves), compares GPUs and precisions,
+and holds the prediction against measured results. Every number comes from the `capacity` package."""
+
+from __future__ import annotations
+
+import time
+
+_T0 = time.perf_counter()
+
+import streamlit as st  # noqa: E402
+
+from appkit import cached, inputs, tabs  # noqa: E402
+from capacity import Scenario  # noqa: E402
+from capacity.architecture import catalog_ids  # noqa: E402
+from capacity.errors import CapacityError, DoesNotFitError  # noqa: E402
+from capacity.hardware import gpu_catalog  # noqa: E402
+
+st.set_page_config(page_title="LLM capacity calculator", page_icon=":material/calculate:", layout="wide",
+                   initial_sidebar_state="expanded")
+st.html("""<style>
+[data-testid="stMetricValue"] { font-size: 1.9rem; }
+[data-testid="stSidebar"] [data-testid="stVerticalBlock"] { gap: 0.55rem; }
+.block-container { padding-top: 2.2rem; }
+</style>""")
+
+DEFAULT_MODEL = "meta-llama/Llama-3.1-8B"
+DEFAULT_GPU = "h200-sxm"
+
+
+class InputError(Exception):
+    """A sidebar input the model cannot take (bad upload, bad custom GPU); shown as st.error."""
+
+
+def sidebar() -> tuple[Scenario, float, float, float, str]:
+    """The inputs → (scenario, TTFT objective s, ITL objective s, target requests/s, model display name)."""
+    sb = st.sidebar
+    sb.header("Model")
+    source = sb.segmented_control("Model from", ["Catalog", "Upload config.json"], default="Catalog",
+                                  key="model_source", label_visibility="collapsed", required=True)
+    error = None
+    if source == "Catalog":
+        ids = catalog_ids()
+        model = sb.selectbox("Model", ids, index=ids.index(DEFAULT_MODEL), key="model", persist_state="page",
+                             help="Hugging Face config.json files shipped with the package")
+        display = model
+    else:
+        up = sb.file_uploader("config.json of any Hugging Face model", type=["json"], key="config_upload",
+                              help="Only the architecture is read: layers, heads, sizes, experts, quantization.")
+        model, display = DEFAULT_MODEL, "(no config uploaded yet)"
+        if up is not None:
+            try:
+                model, arch = inputs.uploaded_config(up.name, up.getvalue())
+                display = f"{arch.name} ({arch.architecture})"
+            except CapacityError as exc:
+                error = f"Uploaded model: {exc}"
+        else:
+            sb.caption("Upload a config.json; until then the page shows the default model.")
+
+    sb.header("Hardware")
+    gpu_source = sb.segmented_control("GPU from", ["Catalog", "Custom numbers"], default="Catalog",
+                                      key="gpu_source", label_visibility="collapsed", required=True)
+    catalog = gpu_catalog()
+    if gpu_source == "Catalog":
+        ids = list(catalog)
+        gpu = sb.selectbox("GPU", ids, index=ids.index(DEFAULT_GPU), key="gpu", format_func=inputs.gpu_label,
+                           persist_state="page")
+        default_price = catalog[gpu].price_usd_per_gpu_hour or 0.0
+        price_key = gpu
+    else:
+        base = catalog[DEFAULT_GPU]
+        c1, c2 = sb.columns(2)
+        name = sb.text_input("Name", "My GPU", key="cg_name", persist_state="page")
+        mem = c1.number_input("Memory (GB)", 1.0, 4096.0, base.usable_memory_bytes / 1e9, 1.0, key="cg_mem", persist_state="page",
+                              help="usable memory in GB (10⁹ bytes), as the driver reports it")
+        bw = c2.number_input("HBM (TB/s)", 0.05, 100.0, base.memory_bandwidth_bytes_per_s / 1e12, 0.1, key="cg_bw", persist_state="page")
+        bf16 = c1.number_input("BF16 TFLOP/s", 1.0, 100000.0, base.dense_flops_per_s.bf16 / 1e12, 10.0, key="cg_bf16", persist_state="page",
+                               help="dense (no sparsity)")
+        fp8 = c2.number_input("FP8 TFLOP/s", 0.0, 100000.0, (base.dense_flops_per_s.fp8 or 0) / 1e12, 10.0, key="cg_fp8", persist_state="page",
+                              help="0 = no FP8 tensor cores")
+        fp4 = c1.number_input("FP4 TFLOP/s", 0.0, 100000.0, 0.0, 10.0, key="cg_fp4", persist_state="page", help="0 = no FP4 tensor cores")
+        link = c2.number_input("Link (GB/s)", 1.0, 10000.0, base.interconnect_bytes_per_s_per_direction / 1e9, 50.0,
+                               key="cg_link", persist_state="page", help="scale-up bandwidth per GPU per direction")
+        try:
+            gpu, g = inputs.custom_gpu(name, mem, bw, bf16, fp8, fp4, link, 8, None)
+        except CapacityError as exc:
+            error, gpu = str(exc), DEFAULT_GPU
+        default_price, price_key = 2.0, "custom"
+    c1, c2 = sb.columns(2)
+    num_gpus = c1.number_input("GPUs", 1, 1024, 1, key="num_gpus", help="all GPUs of the deployment")
+    tps = [d for d in range(1, int(num_gpus) + 1) if num_gpus % d == 0 and d <= 64]
+    if st.session_state.get("tp") not in tps:
+        st.session_state["tp"] = 1
+    tp = c2.selectbox("Tensor parallel", tps, key="tp", help="GPUs per replica; GPUs ÷ TP replicas serve in parallel")
+    c1, c2 = sb.columns(2)
+    precision = c1.selectbox("Weights", inputs.PRECISIONS, key="precision", format_func=lambda p: p.upper()
+                             if p != "native" else "native", help="; ".join(f"{k}: {v}" for k, v in inputs.PRECISION_LABELS.items()))
+    kv = c2.selectbox("KV cache", inputs.KV_PRECISIONS, key="kv_precision", format_func=str.upper)
+    engine = sb.radio("Engine profile", ["vLLM", "Ideal roofline"], key="engine", horizontal=True,
+                      help="vLLM: its default limits (0.92 of memory, 8,192-token steps, 1,024 sequences) and "
+                           "calibrated efficiencies. Ideal: no engine limits, peak FLOP/s and bandwidth — an upper bound.")
+    if st.session_state.get("_price_for") != price_key:
+        st.session_state["price"] = float(default_price)
+        st.session_state["_price_for"] = price_key
+    price = sb.number_input("Price ($ per GPU-hour)", 0.0, 1000.0, step=0.1, key="price", format="%.2f",
+                            help="defaults to the catalog's price for the GPU; 0 = unknown (no cost figures)")
+
+    sb.header("Workload")
+    shape = sb.selectbox("Request shape", list(inputs.SHAPES), key="shape")
+    if inputs.SHAPES[shape] is None:
+        c1, c2 = sb.columns(2)
+        isl = int(c1.number_input("Input tokens", 0, 10_000_000, 1024, 64, key="isl", persist_state="page"))
+        osl = int(c2.number_input("Output tokens", 0, 10_000_000, 128, 16, key="osl", persist_state="page"))
+    else:
+        isl, osl = inputs.SHAPES[shape]
+
+    sb.header("Objectives")
+    preset = sb.segmented_control("TTFT objective", list(inputs.TTFT_PRESETS_MS), default="1 s", key="ttft_preset",
+                                  required=True, help="time to first token (p50 in the model)")
+    ttft_ms = inputs.TTFT_PRESETS_MS[preset]
+    c1, c2 = sb.columns(2) if ttft_ms is None else (None, sb)
+    if ttft_ms is None:
+        ttft_ms = c1.number_input("TTFT (ms)", 1.0, 600_000.0, 500.0, 50.0, key="ttft_ms", persist_state="page")
+    itl_ms = c2.number_input("ITL objective (ms)", 0.1, 10_000.0, 50.0, 5.0, key="itl_ms",
+                             help="inter-token latency: 50 ms = 20 tokens/s per user")
+    target = sb.number_input("Target load (requests/s)", 0.0, 1e6, 10.0, 1.0, key="target_rps",
+                             help="the GPUs needed to serve it within the objectives")
+
+    sb.header("Your measurements")
+    sb.file_uploader("validate's points.jsonl (+ metadata.json) or `vllm bench serve --save-result` JSON",
+                     type=["jsonl", "json"], accept_multiple_files=True, key="results_upload",
+                     help="Shown against the prediction (Measured vs predicted) and ranked with the project's "
+                          "results (Explorer). A file that names no GPU or precision is taken to be the "
+                          "configuration above.")
+    if error:
+        raise InputError(error)
+    s = Scenario(model=model, gpu=gpu, num_gpus=int(num_gpus), tp=int(tp), precision=precision, kv_precision=kv,
+                 engine="vllm" if engine == "vLLM" else "ideal", ideal=engine != "vLLM", isl=isl, osl=osl,
+                 price_usd_per_gpu_hour=price or None)
+    return s, ttft_ms / 1e3, itl_ms / 1e3, float(target), display
+
+
+def main() -> None:
+    st.title("How many users, how fast, at what cost?")
+    try:
+        s, ttft_slo, itl_slo, target, display = sidebar()
+    except InputError as exc:
+        st.error(str(exc), icon=":material/error:")
+        st.stop()
+    gpu_name = gpu_catalog()[s.gpu].name if s.gpu in gpu_catalog() else "custom GPU"
+    st.markdown(f"**{display}** on **{s.num_gpus} × {gpu_name}** ({tabs.layout_text(s)}) · weights "
+                f"**{s.precision.upper()}**, KV **{s.kv_precision.upper()}** · {s.engine if not s.ideal else 'ideal roofline'}"
+                f" · **{s.isl:,} in → {s.osl:,} out** tokens · objectives TTFT ≤ **{tabs.ms(ttft_slo)}**, "
+                f"ITL ≤ **{tabs.ms(itl_slo)}**")
+    sj = s.model_dump_json()
+    try:
+        h = cached.headline(sj, ttft_slo, itl_slo, target)
+    except DoesNotFitError as exc:
+        st.error(f"**Does not fit.** {exc}", icon=":material/block:")
+        st.stop()
+    except CapacityError as exc:
+        st.error(f"**{type(exc).__name__.replace('Error', ' error')}:** {exc}", icon=":material/error:")
+        st.stop()
+    except Exception as exc:  # noqa: BLE001  never a traceback on the page
+        st.error(f"Unexpected error ({type(exc).__name__}): {exc}", icon=":material/error:")
+        st.stop()
+    tabs.headline_metrics(s, h, ttft_slo, itl_slo)
+    names = [":material/monitoring: Charts", ":material/compare_arrows: Compare GPUs",
+             ":material/fact_check: Measured vs predicted", ":material/travel_explore: Explorer",
+             ":material/function: Formulas", ":material/rocket_launch: Launch"]
+    try:
+        panes = st.tabs(names, key="tab", on_change="rerun")
+    except TypeError:  # Streamlit without lazy tabs: render them all
+        panes = st.tabs(names)
+    renderers = [tabs.charts_tab, tabs.compare_tab, tabs.measured_tab, tabs.explorer_tab, tabs.formulas_tab, tabs.launch_tab]
+    for pane, render in zip(panes, renderers):
+        if getattr(pane, "open", None) is False:
+            continue
+        with pane:
+            try:
+                render(s, h, ttft_slo, itl_slo, target)
+            except CapacityError as exc:
+                st.error(str(exc), icon=":material/error:")
+            except Exception as exc:  # noqa: BLE001
+                st.error(f"Unexpected error ({type(exc).__name__}): {exc}", icon=":material/error:")
+    st.caption(f"Model v{tabs.version()} · calibration: {h.calibration} · page computed in "
+               f"{(time.perf_counter() - _T0) * 1e3:,.0f} ms", help="server time of this rerun")
+
+
+main()

@@ -1,0 +1,261 @@
+"""What the page shows, computed with the capacity model's public API (no Streamlit here, so each piece is
+testable and cacheable). SI units inside; the page converts for display."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+
+import numpy as np
+import pandas as pd
+
+from capacity import Scenario, estimate
+from capacity.architecture import load_model
+from capacity.calibration import IDEAL, Calibration, find_calibration, parse_calibration_file
+from capacity.engine import engine_profile
+from capacity.errors import CapacityError
+from capacity.formulas import compiled
+from capacity.hardware import load_gpu
+from capacity.kv import attended_tokens_prefill
+from capacity.plan import Plan, make_plan
+from capacity.sizing import max_rate_within_slo, size
+from capacity.estimate import run_load
+from capacity.steptime import step_parts
+
+
+def plan_for(s: Scenario) -> Plan:
+    """The deployment plan `estimate` builds for `s` (raises DoesNotFitError etc. with the reason)."""
+    profile = engine_profile(s.engine, gpu_memory_utilization=s.gpu_memory_utilization,
+                             max_num_seqs=s.max_num_seqs, max_num_batched_tokens=s.max_num_batched_tokens)
+    return make_plan(load_model(s.model), load_gpu(s.gpu), s.precision, s.kv_precision, profile, s.num_gpus, s.tp,
+                     s.expert_parallel, s.isl + s.osl, s.max_model_len)
+
+
+def calibration_for(s: Scenario, plan: Plan) -> Calibration:
+    if s.ideal:
+        return IDEAL
+    if s.calibration:
+        return parse_calibration_file(s.calibration)
+    return find_calibration(s.engine, plan.gpu.id, plan.weight_format)
+
+
+@dataclass(frozen=True)
+class Headline:
+    """The numbers of the metrics row, for the whole deployment (all replicas) unless named per replica."""
+
+    fits: bool
+    reason: str
+    max_concurrent_users: int
+    kv_capacity_tokens: int
+    replicas: int
+    # at the objectives: the highest arrival rate whose TTFT and ITL meet them (None: no rate does)
+    rate_per_replica: float | None
+    requests_per_s: float | None
+    output_tokens_per_s: float | None
+    total_tokens_per_s: float | None
+    ttft_s: float | None
+    itl_s: float | None
+    usd_per_million_output_tokens: float | None
+    usd_per_million_total_tokens: float | None
+    # one request alone (sync): the best latency the deployment gives
+    sync_ttft_s: float
+    sync_itl_s: float
+    # the ceiling: every KV slot busy
+    max_requests_per_s: float
+    max_output_tokens_per_s: float
+    # for the target rate
+    target_rps: float
+    gpus_for_target: int | None
+    replicas_for_target: int | None
+    usd_per_hour_for_target: float | None
+    price_usd_per_gpu_hour: float | None
+    weight_format: str
+    compute_precision: str
+    weight_bytes_per_gpu: float
+    kv_cache_bytes_per_gpu: float
+    prefill_bound: str
+    decode_bound: str
+    calibration: str
+    notes: tuple[str, ...]
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+def headline(s: Scenario, ttft_slo_s: float, itl_slo_s: float, target_rps: float) -> Headline:
+    sync = estimate(s.model_copy(update={"load": "sync"}))
+    peak = estimate(s.model_copy(update={"load": f"burst:{10**6}"}))
+    if target_rps > 0:  # sizing.size scans the rates within the objectives and adds replicas for the target
+        opt = size(s, target_rps, ttft_slo_s, itl_slo_s, [s.tp])[0]
+        rate = opt.max_rps_per_replica
+    else:
+        opt = None
+        plan = plan_for(s)
+        rate, _, _ = max_rate_within_slo(plan, calibration_for(s, plan), s, ttft_slo_s, itl_slo_s)
+    at = estimate(s.model_copy(update={"load": f"rate:{rate:.9g}"})) if rate > 0 else None
+    reason = "" if at else (f"no arrival rate meets TTFT ≤ {ttft_slo_s * 1e3:,.0f} ms and ITL ≤ {itl_slo_s * 1e3:,.1f} ms: "
+                            f"one request alone takes TTFT {sync.ttft_s * 1e3:,.0f} ms, ITL {sync.itl_s * 1e3:,.1f} ms")
+    return Headline(
+        fits=True, reason=reason, max_concurrent_users=sync.max_concurrent_requests,
+        kv_capacity_tokens=sync.kv_capacity_tokens, replicas=sync.replicas,
+        rate_per_replica=rate if at else None,
+        requests_per_s=at.requests_per_s if at else None,
+        output_tokens_per_s=at.output_tokens_per_s if at else None,
+        total_tokens_per_s=at.total_tokens_per_s if at else None,
+        ttft_s=at.ttft_s if at else None, itl_s=at.itl_s if at else None,
+        usd_per_million_output_tokens=at.usd_per_million_output_tokens if at else None,
+        usd_per_million_total_tokens=at.usd_per_million_total_tokens if at else None,
+        sync_ttft_s=sync.ttft_s, sync_itl_s=sync.itl_s,
+        max_requests_per_s=peak.requests_per_s, max_output_tokens_per_s=peak.output_tokens_per_s,
+        target_rps=target_rps,
+        gpus_for_target=opt.num_gpus if opt else None, replicas_for_target=opt.replicas if opt else None,
+        usd_per_hour_for_target=opt.usd_per_hour if opt else None,
+        price_usd_per_gpu_hour=sync.price_usd_per_gpu_hour, weight_format=sync.weight_format,
+        weight_bytes_per_gpu=sync.weight_bytes_per_gpu, kv_cache_bytes_per_gpu=sync.kv_cache_bytes_per_gpu,
+        compute_precision=sync.compute_precision, prefill_bound=sync.prefill_bound, decode_bound=sync.decode_bound,
+        calibration=sync.calibration, notes=tuple(sync.notes),
+    )
+
+
+def memory_breakdown(s: Scenario) -> pd.DataFrame:
+    """Per GPU: where its memory goes (bytes), in the order the engine accounts for it."""
+    m = plan_for(s).memory
+    rows = [("Weights", m.weight_bytes, "the model's weights on this GPU (its 1/TP share)"),
+            ("Activations", m.activation_bytes, "peak of the engine's profile run (token budget forward / sampler)"),
+            ("Engine overhead", m.non_torch_bytes + m.cuda_graph_bytes, "CUDA context, workspaces, CUDA graphs"),
+            ("KV cache", m.kv_cache_bytes, f"{m.kv_capacity_tokens:,} tokens of context"),
+            ("Kept free", m.usable_bytes - m.budget_bytes, "1 − gpu_memory_utilization, left unused by the engine")]
+    df = pd.DataFrame(rows, columns=["part", "bytes", "what"])
+    df["GB"] = df["bytes"] / 1e9
+    df["GiB"] = df["bytes"] / 2**30
+    df["share"] = df["bytes"] / m.usable_bytes
+    return df
+
+
+def load_curve(s: Scenario, points: int = 40) -> pd.DataFrame:
+    """Closed-loop concurrency sweep (C users per replica, 1 … 2× what the KV cache holds), whole deployment."""
+    plan = plan_for(s)
+    cal = calibration_for(s, plan)
+    cap = max(int(plan.max_concurrent(s.isl + s.osl)), 1)
+    users = np.unique(np.round(np.geomspace(1, max(2 * cap, 2), points)))
+    r = run_load(plan, cal, s, float(s.isl), float(s.osl), "concurrency", users)
+    reps = plan.replicas
+    price = s.price_usd_per_gpu_hour or plan.gpu.price_usd_per_gpu_hour
+    usd = compiled("usd_per_million_tokens")
+    out_tps = np.asarray(r.output_tokens_per_s) * reps
+    tot_tps = np.asarray(r.total_tokens_per_s) * reps
+    hourly = price * s.num_gpus if price else np.nan
+    return pd.DataFrame({
+        "concurrency": users * reps, "concurrency_per_replica": users,
+        "requests_per_s": np.asarray(r.requests_per_s) * reps, "output_tokens_per_s": out_tps,
+        "total_tokens_per_s": tot_tps, "ttft_s": np.asarray(r.ttft_s), "itl_s": np.asarray(r.itl_s),
+        "e2e_latency_s": np.asarray(r.e2e_latency_s),
+        "usd_per_million_output_tokens": usd(hourly, out_tps), "usd_per_million_total_tokens": usd(hourly, tot_tps),
+        "queued": users > cap,
+    })
+
+
+def roofline(s: Scenario, running: float | None) -> tuple[pd.DataFrame, pd.DataFrame, dict]:
+    """Per GPU: the roof (attainable FLOP/s vs arithmetic intensity) and the operating points of the
+    prefill step (one prompt) and of decode steps (batch 1 … the batch at the objective … KV-full)."""
+    plan = plan_for(s)
+    cal = calibration_for(s, plan)
+    c = plan.costs
+    keys = attended_tokens_prefill(plan.model, float(s.isl))
+    pre = step_parts(c, cal.efficiency, 0.0, 0.0, float(s.isl), keys, s.ideal)
+    ridge = c.peak_flops_per_s / c.bandwidth_bytes_per_s
+    ai = np.geomspace(0.5, max(4 * ridge, 3 * float(pre.flops / pre.bytes)), 200)
+    roofs = [pd.DataFrame({"intensity": ai, "flops_per_s": np.minimum(c.peak_flops_per_s, ai * c.bandwidth_bytes_per_s),
+                           "roof": f"{plan.compute_precision.upper()} peak"})]
+    if c.attention_peak_flops_per_s != c.peak_flops_per_s:
+        roofs.append(pd.DataFrame({"intensity": ai, "flops_per_s": np.minimum(c.attention_peak_flops_per_s,
+                                                                               ai * c.bandwidth_bytes_per_s),
+                                   "roof": "BF16 peak (attention)"}))
+    roof = pd.concat(roofs, ignore_index=True)
+    ctx = s.isl + s.osl / 2
+    cap = float(plan.max_running(s.isl, s.osl))
+    batches = np.unique(np.concatenate([np.geomspace(1, max(cap, 1), 12).round(), [1, cap] + ([running] if running else [])]))
+    dec = step_parts(c, cal.efficiency, batches, ctx, 0.0, 0.0, s.ideal)
+    pts = pd.DataFrame({
+        "step": ["decode"] * len(batches) + ["prefill"],
+        "batch": list(batches) + [1],
+        "intensity": list(np.asarray(dec.flops / dec.bytes)) + [float(pre.flops / pre.bytes)],
+        "flops_per_s": list(np.asarray(dec.flops / dec.time_s)) + [float(pre.flops / pre.time_s)],
+        "time_ms": list(np.asarray(dec.time_s) * 1e3) + [float(pre.time_s) * 1e3],
+    })
+    pts["label"] = [f"decode, {int(b)} seq" for b in batches] + [f"prefill, {s.isl:,} tokens"]
+    marks = {"decode, batch 1": 1.0, "decode, KV-full": cap}
+    if running:
+        marks["decode at objective"] = running
+    pts["mark"] = ""
+    for name, b in marks.items():
+        pts.loc[(pts["step"] == "decode") & (pts["batch"] == b), "mark"] = name
+    pts.loc[pts["step"] == "prefill", "mark"] = "prefill"
+    info = {"peak_flops_per_s": c.peak_flops_per_s, "bandwidth_bytes_per_s": c.bandwidth_bytes_per_s,
+            "ridge": c.peak_flops_per_s / c.bandwidth_bytes_per_s, "compute_precision": plan.compute_precision}
+    return roof, pts, info
+
+
+COMPARE_COLUMNS = ["gpu", "gpu_name", "precision", "weight_format", "fits", "max_concurrent_users",
+                   "rps_per_replica_at_objective", "output_tokens_per_s_per_gpu", "ttft_s", "itl_s",
+                   "usd_per_million_output_tokens", "gpus_for_target", "usd_per_hour_for_target",
+                   "max_output_tokens_per_s_per_gpu", "reason"]
+
+
+def compare(s: Scenario, gpus: list[str], precisions: list[str], ttft_slo_s: float, itl_slo_s: float,
+            target_rps: float, headline_fn=None) -> pd.DataFrame:
+    """The same workload and objectives on each GPU × weight precision (one replica of TP GPUs each).
+    `headline_fn` (default `headline`) lets the app pass its cached version."""
+    headline_fn = headline_fn or headline
+    rows = []
+    for gpu_id in gpus:
+        for precision in precisions:
+            sc = s.model_copy(update={"gpu": gpu_id, "precision": precision, "num_gpus": s.tp,
+                                      "price_usd_per_gpu_hour": None})
+            row = {"gpu": gpu_id, "precision": precision}
+            try:
+                gpu = load_gpu(gpu_id)
+                row["gpu_name"] = gpu.name
+                h = headline_fn(sc, ttft_slo_s, itl_slo_s, target_rps)
+            except CapacityError as exc:
+                row.update(fits=False, reason=str(exc))
+                rows.append(row)
+                continue
+            row.update(
+                weight_format=h.weight_format, fits=True, max_concurrent_users=h.max_concurrent_users,
+                rps_per_replica_at_objective=h.rate_per_replica or 0.0,
+                output_tokens_per_s_per_gpu=(h.output_tokens_per_s or 0.0) / s.tp,
+                ttft_s=h.ttft_s, itl_s=h.itl_s, usd_per_million_output_tokens=h.usd_per_million_output_tokens,
+                gpus_for_target=h.gpus_for_target, usd_per_hour_for_target=h.usd_per_hour_for_target,
+                max_output_tokens_per_s_per_gpu=h.max_output_tokens_per_s / s.tp, reason=h.reason)
+            rows.append(row)
+    return pd.DataFrame(rows).reindex(columns=COMPARE_COLUMNS)
+
+
+def formula_values(s: Scenario) -> dict[str, str]:
+    """This scenario's numbers in a few formulas (shown under the LaTeX)."""
+    plan = plan_for(s)
+    e = estimate(s.model_copy(update={"load": "sync"}))
+    c = plan.costs
+    out = {
+        "kv_bytes_per_token_layer": f"{plan.kv_bytes_per_token:,.0f} bytes per token over all layers "
+                                    f"({plan.kv_bytes_per_token / 1e3:,.1f} kB, {e.kv_bytes_per_token / plan.model.num_layers:,.0f} per layer)",
+        "kv_capacity_tokens": f"{plan.memory.kv_cache_bytes / 1e9:,.1f} GB of KV cache per GPU → "
+                              f"{plan.memory.kv_capacity_tokens:,} tokens",
+        "ridge_point_flops_per_byte": f"{c.peak_flops_per_s / 1e12:,.0f} TFLOP/s ÷ {c.bandwidth_bytes_per_s / 1e12:,.2f} TB/s "
+                                      f"= {c.peak_flops_per_s / c.bandwidth_bytes_per_s:,.0f} FLOP/byte",
+        "linear_flops": f"{e.active_params_per_token / 1e9:,.2f} B active parameters → "
+                        f"{2 * e.active_params_per_token / 1e9:,.1f} GFLOP per token",
+    }
+    if plan.model.mla is not None:
+        out["mla_kv_bytes_per_token_layer"] = out.pop("kv_bytes_per_token_layer")
+    return out
+
+
+def deployment_summary(s: Scenario) -> str:
+    reps = s.num_gpus // s.tp if s.tp and s.num_gpus % s.tp == 0 else 1
+    return (f"{reps} replica{'s' if reps != 1 else ''} × TP {s.tp}" if reps > 1 else f"TP {s.tp}")
+
+
+def ceil_div(a: float, b: float) -> int:
+    return int(math.ceil(a / b))

@@ -1,0 +1,139 @@
+"""Launch snippets reproducing a configuration: vLLM, SGLang, TensorRT-LLM (trtllm-serve) and a Modal app.
+
+The snippets are starting points: quantized precisions need a checkpoint in that format (or on-the-fly
+FP8), which the comments say."""
+
+from __future__ import annotations
+
+import shlex
+from dataclasses import dataclass
+
+# Modal's GPU type names (https://modal.com/docs/guide/gpu); None: not offered there
+MODAL_GPU = {"h100-sxm": "H100", "h200-sxm": "H200", "b200": "B200", "a100-80gb-sxm": "A100-80GB", "l40s": "L40S",
+             "l4": "L4", "a10g": "A10G", "rtx-pro-6000": "RTX-PRO-6000"}
+
+
+@dataclass(frozen=True)
+class Launch:
+    model: str  # a Hugging Face id (or the path the user gave)
+    gpu: str
+    num_gpus: int
+    tp: int
+    precision: str  # bf16, fp8, fp4, int4, native
+    kv_precision: str
+    max_model_len: int
+    max_num_seqs: int = 1024
+    max_num_batched_tokens: int = 8192
+    gpu_memory_utilization: float = 0.92
+
+    @property
+    def replicas(self) -> int:
+        return max(self.num_gpus // self.tp, 1)
+
+
+def _weights_note(p: str) -> str:
+    return {
+        "fp8": "FP8 weights: quantized on the fly here; an FP8 checkpoint (e.g. *-FP8) loads faster",
+        "fp4": "FP4 weights need an NVFP4/MXFP4 checkpoint (e.g. NVIDIA ModelOpt *-FP4); point the model at it",
+        "int4": "INT4 weights need an AWQ/GPTQ checkpoint; point the model at it",
+        "native": "the checkpoint's own quantization is used",
+    }.get(p, "")
+
+
+def _fmt(cmd: list[str]) -> str:
+    """One flag (and its value) per line, shell-quoted."""
+    lines, i = [shlex.join(cmd[:3])], 3
+    while i < len(cmd):
+        if i + 1 < len(cmd) and not cmd[i + 1].startswith("-"):
+            lines.append(shlex.join(cmd[i:i + 2]))
+            i += 2
+        else:
+            lines.append(shlex.quote(cmd[i]))
+            i += 1
+    return " \\\n    ".join(lines)
+
+
+def vllm_args(c: Launch) -> list[str]:
+    cmd = ["vllm", "serve", c.model, "--tensor-parallel-size", str(c.tp)]
+    if c.replicas > 1:
+        cmd += ["--data-parallel-size", str(c.replicas)]
+    if c.precision == "fp8":
+        cmd += ["--quantization", "fp8"]
+    if c.kv_precision == "fp8":
+        cmd += ["--kv-cache-dtype", "fp8"]
+    cmd += ["--max-model-len", str(c.max_model_len), "--gpu-memory-utilization", f"{c.gpu_memory_utilization:g}",
+            "--max-num-seqs", str(c.max_num_seqs), "--max-num-batched-tokens", str(c.max_num_batched_tokens),
+            "--port", "8000"]
+    return cmd
+
+
+def vllm(c: Launch) -> str:
+    note = _weights_note(c.precision)
+    return (f"# {note}\n" if note else "") + _fmt(vllm_args(c))
+
+
+def sglang(c: Launch) -> str:
+    cmd = ["python", "-m", "sglang.launch_server", "--model-path", c.model, "--tp-size", str(c.tp)]
+    if c.replicas > 1:
+        cmd += ["--dp-size", str(c.replicas)]
+    if c.precision == "fp8":
+        cmd += ["--quantization", "fp8"]
+    if c.kv_precision == "fp8":
+        cmd += ["--kv-cache-dtype", "fp8_e4m3"]
+    cmd += ["--context-length", str(c.max_model_len), "--max-running-requests", str(c.max_num_seqs),
+            "--chunked-prefill-size", str(c.max_num_batched_tokens), "--mem-fraction-static",
+            f"{c.gpu_memory_utilization - 0.04:.2f}", "--host", "0.0.0.0", "--port", "30000"]
+    note = _weights_note(c.precision)
+    return (f"# {note}\n" if note else "") + _fmt(cmd)
+
+
+def trtllm(c: Launch) -> str:
+    cmd = ["trtllm-serve", "serve", c.model, "--backend", "pytorch", "--tp_size", str(c.tp),
+           "--max_batch_size", str(c.max_num_seqs), "--max_num_tokens", str(c.max_num_batched_tokens),
+           "--max_seq_len", str(c.max_model_len), "--kv_cache_free_gpu_memory_fraction", "0.9",
+           "--host", "0.0.0.0", "--port", "8000"]
+    pre = []
+    if c.kv_precision == "fp8":
+        pre = ["cat > extra-llm-api.yml <<'EOF'", "kv_cache_config:", "  dtype: fp8", "EOF", ""]
+        cmd += ["--extra_llm_api_options", "extra-llm-api.yml"]
+    note = {"fp8": "FP8 weights: TensorRT-LLM loads a pre-quantized FP8 (ModelOpt) checkpoint; point the model at it"}.get(
+        c.precision, _weights_note(c.precision))
+    head = (f"# {note}\n" if note else "")
+    if c.replicas > 1:
+        head += f"# {c.replicas} replicas: start one server per group of {c.tp} GPUs (CUDA_VISIBLE_DEVICES) behind a load balancer\n"
+    return head + "\n".join(pre) + _fmt(cmd)
+
+
+def modal_app(c: Launch) -> str:
+    gpu = MODAL_GPU.get(c.gpu)
+    gpu_line = f'GPU = "{gpu}:{c.tp}"' if gpu else f'GPU = "H200:{c.tp}"  # {c.gpu} is not a Modal GPU type: pick the closest'
+    args = vllm_args(Launch(**{**c.__dict__, "num_gpus": c.tp}))  # one replica per container
+    args_py = ",\n        ".join(repr(a) for a in args)
+    return f'''# serve.py — `modal deploy serve.py`; {c.replicas} replica{"s" if c.replicas > 1 else ""} of {c.tp} GPU{"s" if c.tp > 1 else ""}
+import subprocess
+
+import modal
+
+MODEL = {c.model!r}
+{gpu_line}
+MINUTES = 60
+
+image = modal.Image.debian_slim(python_version="3.12").uv_pip_install("vllm", "huggingface_hub[hf_transfer]").env(
+    {{"HF_HUB_ENABLE_HF_TRANSFER": "1"}})
+hf_cache = modal.Volume.from_name("huggingface-cache", create_if_missing=True)
+app = modal.App("llm-capacity-serve")
+
+
+@app.function(image=image, gpu=GPU, timeout=30 * MINUTES, scaledown_window=15 * MINUTES,
+              min_containers={c.replicas}, max_containers={c.replicas},
+              volumes={{"/root/.cache/huggingface": hf_cache}},
+              secrets=[modal.Secret.from_name("huggingface-secret")])
+@modal.concurrent(max_inputs={c.max_num_seqs})
+@modal.web_server(port=8000, startup_timeout=20 * MINUTES)
+def serve():
+    cmd = [
+        {args_py},
+        "--host", "0.0.0.0",
+    ]
+    subprocess.Popen(cmd)
+'''
