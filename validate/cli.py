@@ -1,0 +1,113 @@
+"""``validate run | sweep | import``: measure a real engine, or a running server, or import a report.
+
+Bad input and engine failures print one line ``ErrorType: message`` to stderr and exit 2. Ctrl-C
+stops the engine and keeps every finished point (exit 130).
+"""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import sys
+from pathlib import Path
+from typing import NoReturn
+
+from pydantic import ValidationError
+
+from validate import commands
+from validate.engines import ENGINES
+from validate.errors import UsageError, ValidateError
+
+
+class Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(f"{self.prog}: {message}")
+
+
+def _add_load_options(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("workload and load")
+    g.add_argument("--isl", type=int, required=True, help="input tokens per request (mean)")
+    g.add_argument("--osl", type=int, required=True, help="output tokens per request (mean), exact via ignore_eos")
+    g.add_argument("--profile", default="sweep",
+                   help="sweep | sync | burst:N | concurrency:C[,C...] | rate:R[,R...] (default sweep)")
+    g.add_argument("--num-requests", type=int, default=100, help="measured requests per load point (default 100)")
+    g.add_argument("--duration-s", type=float, help="or: seconds per load point (with --num-requests: first to end)")
+    g.add_argument("--warmup", type=int, default=2, help="warm-up requests before each point, not measured")
+    g.add_argument("--burst-size", type=int, help="requests of the sweep's burst point (default --num-requests)")
+    g.add_argument("--sweep-rates", type=int, default=5, help="rates between sync and burst in a sweep")
+    g.add_argument("--arrivals", choices=["constant", "poisson"], default="constant", help="for rate points")
+    g.add_argument("--max-concurrency", type=int, help="cap on requests in flight at rate points")
+    g.add_argument("--length-dist", default="fixed", help="fixed | uniform:R | normal:R | file:PATH")
+    g.add_argument("--seed", type=int, default=0)
+    g.add_argument("--request-timeout-s", type=float, default=1800.0)
+    g.add_argument("--gpu", help="GPU id of the hardware catalog, recorded for compare (e.g. h200-sxm)")
+    g.add_argument("--out", required=True, help="results folder (rerun with the same folder to resume)")
+
+
+def build_parser() -> Parser:
+    parser = Parser(prog="validate", description=__doc__.split("\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
+
+    run = sub.add_parser("run", help="launch an engine, sweep load, stop it")
+    run.add_argument("--engine", choices=ENGINES, required=True)
+    run.add_argument("--model", required=True, help="catalog id (org/name), config.json or model folder")
+    e = run.add_argument_group("engine options")
+    e.add_argument("--served-model-name", help="default: the model folder's name")
+    e.add_argument("--dtype")
+    e.add_argument("--quantization")
+    e.add_argument("--kv-cache-dtype")
+    e.add_argument("--tp", type=int, default=1, help="tensor-parallel size")
+    e.add_argument("--max-model-len", type=int)
+    e.add_argument("--gpu-memory-utilization", type=float)
+    e.add_argument("--max-num-seqs", type=int)
+    e.add_argument("--load-format", default="dummy", help="dummy (random weights, default) or auto")
+    e.add_argument("--engine-arg", action="append", default=[],
+                   help="extra engine flag(s), repeatable; write --engine-arg=--enforce-eager")
+    e.add_argument("--engine-python", help="interpreter (or trtllm-serve executable) that runs the engine")
+    e.add_argument("--port", type=int, help="default: a free port")
+    e.add_argument("--startup-timeout-s", type=float, default=900.0)
+    _add_load_options(run)
+    run.set_defaults(func=commands.run)
+
+    sweep = sub.add_parser("sweep", help="sweep load against a server that is already running")
+    sweep.add_argument("--base-url", required=True)
+    sweep.add_argument("--model", required=True, help="the served model name")
+    sweep.add_argument("--model-config", help="catalog id, config.json or folder: vocabulary, special ids, hash")
+    sweep.add_argument("--dialect", choices=["openai", "transformers"], default="openai")
+    _add_load_options(sweep)
+    sweep.set_defaults(func=commands.sweep)
+
+    imp = sub.add_parser("import", help="import a vllm bench serve or guidellm JSON report")
+    imp.add_argument("file")
+    imp.add_argument("--out", required=True)
+    imp.set_defaults(func=commands.import_report)
+    return parser
+
+
+def _validation_message(err: ValidationError) -> str:
+    first = err.errors()[0]
+    where = ".".join(str(part) for part in first["loc"])
+    return f"{where}: {first['msg']}" if where else first["msg"]
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        args = build_parser().parse_args(argv)
+        args.engine_args = [part for item in getattr(args, "engine_arg", []) for part in shlex.split(item)]
+        args.argv = ["validate", *argv]
+        return int(args.func(args) or 0)
+    except ValidationError as err:
+        print(f"UsageError: {_validation_message(err)}", file=sys.stderr)
+    except ValidateError as err:
+        print(f"{type(err).__name__}: {err}", file=sys.stderr)
+    except KeyboardInterrupt:
+        out = getattr(locals().get("args"), "out", None)
+        kept = f"; finished points are kept in {Path(out)}" if out else ""
+        print(f"Interrupted: engine stopped{kept}", file=sys.stderr)
+        return 130
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

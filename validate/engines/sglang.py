@@ -1,0 +1,67 @@
+"""SGLang: ``PY -m sglang.launch_server --model-path DIR --load-format dummy ...`` and its facts."""
+
+from __future__ import annotations
+
+import re
+
+from validate.engines.config import HOST, EngineCommand, EngineConfig, EngineFacts, engine_python
+from validate.engines.logparse import search
+
+PYTHON_ENV = "LLMCAP_SGLANG_PYTHON"
+
+
+def build_command(config: EngineConfig) -> EngineCommand:
+    argv = [engine_python(config, PYTHON_ENV), "-m", "sglang.launch_server", "--model-path", config.model_dir,
+            "--served-model-name", config.served_model_name, "--load-format", config.load_format,
+            "--host", HOST, "--port", str(config.port)]
+    options = {
+        "--dtype": config.dtype,
+        "--quantization": config.quantization,
+        "--kv-cache-dtype": config.kv_cache_dtype,
+        "--tp-size": config.tensor_parallel_size if config.tensor_parallel_size > 1 else None,
+        "--context-length": config.max_model_len,
+        "--mem-fraction-static": config.gpu_memory_utilization,
+        "--max-running-requests": config.max_num_seqs,
+    }
+    argv += [item for flag, value in options.items() if value is not None for item in (flag, str(value))]
+    return EngineCommand(argv=argv + config.extra_args, served_model_name=config.served_model_name,
+                         env={"HF_HUB_OFFLINE": "1"},
+                         ready_paths=["/health", "/v1/models"])
+
+
+# SGLang 0.4-0.5 (model_runner.py, memory_pool.py); "GB" there is 2**30 bytes (get_available_gpu_memory
+# divides by 1 << 30), so these are GiB despite the label:
+#   Load weight end. type=LlamaForCausalLM, dtype=torch.bfloat16, avail mem=63.26 GB, mem usage=14.99 GB.
+#   KV Cache is allocated. #tokens: 413444, K size: 25.24 GB, V size: 25.24 GB   (or "KV size: 19.36 GB")
+#   Capture cuda graph end. Time elapsed: 20.26 s. mem usage=0.74 GB. avail mem=10.55 GB.
+#   max_total_num_tokens=413444, chunked_prefill_size=8192, ..., max_running_requests=4096, context_len=131072
+WEIGHTS = re.compile(r"Load weight end\..*?mem usage=([\d.]+) GB")
+KV_SPLIT = re.compile(r"KV Cache is allocated\. #tokens: (\d+), K size: ([\d.]+) GB, V size: ([\d.]+) GB")
+KV_JOINT = re.compile(r"KV Cache is allocated\. #tokens: (\d+), KV size: ([\d.]+) GB")
+GRAPH = re.compile(r"Capture cuda graph end\..*?mem usage=([\d.]+) GB")
+LIMITS = re.compile(r"max_total_num_tokens=(\d+),.*?max_running_requests=(\d+),.*?context_len=(\d+)")
+VERSION = re.compile(r"sglang(?: version|==| v)\s*([\d][\w.+-]*)", re.IGNORECASE)
+GiB_LABELLED_GB = 2**30
+
+
+def parse_facts(log_text: str) -> EngineFacts:
+    facts = EngineFacts(engine="sglang", device="GPU")
+    lines: list[str] = []
+    if m := search(WEIGHTS, log_text, lines):
+        facts.weights_bytes = round(float(m[1]) * GiB_LABELLED_GB)
+    if m := search(KV_SPLIT, log_text, lines):
+        facts.kv_cache_tokens = int(m[1])
+        facts.kv_cache_bytes = round((float(m[2]) + float(m[3])) * GiB_LABELLED_GB)
+    elif m := search(KV_JOINT, log_text, lines):
+        facts.kv_cache_tokens, facts.kv_cache_bytes = int(m[1]), round(float(m[2]) * GiB_LABELLED_GB)
+    if m := search(GRAPH, log_text, lines):
+        facts.cuda_graph_bytes = round(float(m[1]) * GiB_LABELLED_GB)
+    if m := search(LIMITS, log_text, lines):
+        facts.kv_cache_tokens = facts.kv_cache_tokens or int(m[1])
+        context_len = int(m[3])
+        facts.max_concurrency_tokens_per_request = context_len
+        facts.max_concurrency = int(m[1]) / context_len
+    if m := search(VERSION, log_text, lines):
+        facts.version = m[1]
+    facts.lines = lines
+    return facts

@@ -1,0 +1,44 @@
+"""Hugging Face Transformers as a baseline engine: ``transformers serve DIR`` (OpenAI-compatible).
+
+It serves ``/v1/completions`` (transformers >= 5) but takes text prompts only and rejects unknown
+fields, so the client uses its "transformers" dialect (text prompt + ``generation_config``). It
+loads real weights: a folder without weights cannot be served (no dummy load format).
+"""
+
+from __future__ import annotations
+
+import re
+
+from validate.engines.config import HOST, EngineCommand, EngineConfig, EngineFacts, engine_python
+from validate.engines.logparse import search
+from validate.errors import EngineConfigError
+
+PYTHON_ENV = "LLMCAP_TRANSFORMERS_PYTHON"
+DIALECT = "transformers"
+
+
+def build_command(config: EngineConfig) -> EngineCommand:
+    unsupported = {"--kv-cache-dtype": config.kv_cache_dtype, "--tp": config.tensor_parallel_size > 1 or None,
+                   "--max-model-len": config.max_model_len, "--max-num-seqs": config.max_num_seqs,
+                   "--gpu-memory-utilization": config.gpu_memory_utilization}
+    if bad := [flag for flag, value in unsupported.items() if value]:
+        raise EngineConfigError(f"transformers serve has no equivalent of {', '.join(bad)}")
+    # `python -m transformers.cli.transformers` is the `transformers` console script.
+    argv = [engine_python(config, PYTHON_ENV), "-m", "transformers.cli.transformers", "serve", config.model_dir,
+            "--host", HOST, "--port", str(config.port), "--log-level", "info"]
+    if config.dtype:
+        argv += ["--dtype", config.dtype]
+    if config.quantization:
+        argv += ["--quantization", config.quantization]
+    env = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+    # With a pinned model, requests must name exactly that model (or none).
+    return EngineCommand(argv=argv + config.extra_args, served_model_name=config.model_dir, env=env, ready_paths=["/health", "/v1/models"])
+
+
+VERSION = re.compile(r"transformers(?: version|==)\s*([\d][\w.+-]*)", re.IGNORECASE)
+
+
+def parse_facts(log_text: str) -> EngineFacts:
+    lines: list[str] = []
+    m = search(VERSION, log_text, lines)
+    return EngineFacts(engine="transformers", version=m[1] if m else None, lines=lines)

@@ -1,0 +1,169 @@
+"""Load profiles: which load points to run, and how one load point sends its requests.
+
+sync            one request at a time
+concurrency:C   C requests in flight, a new one as soon as one finishes (closed loop)
+burst:N         all N submitted at once; throughput = completed / time until the last finishes
+rate:R          arrivals at R per second, evenly spaced (constant) or Poisson (open loop)
+sweep           sync, then a burst, then K rates evenly spaced strictly between the two measured
+                request rates (guidellm's and Modal's sweep)
+Lists are allowed: ``concurrency:1,4,16``, ``rate:2,4``. Each point sends ``warmup`` requests first
+(all at once, excluded from its metrics), then its requests until the count or duration is reached.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable, Iterator
+from typing import Literal
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field
+
+from validate.client import Client
+from validate.errors import UsageError, ValidateError
+from validate.results import PointResult, RequestRecord
+from validate.workload import PromptMaker
+
+Kind = Literal["sync", "concurrency", "burst", "rate"]
+
+
+class LoadPoint(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    kind: Kind
+    value: float | None = None
+
+    @property
+    def label(self) -> str:
+        if self.kind == "sync":
+            return "sync"
+        if self.kind == "rate":
+            return f"rate:{self.value:.6g}"
+        return f"{self.kind}:{int(self.value or 0)}"
+
+
+class LoadOptions(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    num_requests: int | None = Field(default=100, gt=0)
+    duration_s: float | None = Field(default=None, gt=0)
+    warmup: int = Field(default=2, ge=0)
+    burst_size: int | None = Field(default=None, gt=0, description="the sweep's burst (default num_requests)")
+    sweep_rates: int = Field(default=5, ge=0)
+    arrivals: Literal["constant", "poisson"] = "constant"
+    max_concurrency: int | None = Field(default=None, gt=0, description="cap on in-flight requests (rate)")
+    seed: int = 0
+
+
+def _numbers(kind: str, text: str) -> list[float]:
+    try:
+        values = [float(v) for v in text.split(",") if v.strip()]
+    except ValueError:
+        values = []
+    if not values or any(v <= 0 for v in values) or (kind != "rate" and any(v != int(v) for v in values)):
+        raise UsageError(f"--profile {kind}:{text}: expected positive {'numbers' if kind == 'rate' else 'integers'}")
+    return values
+
+
+def parse_profile(text: str) -> list[LoadPoint] | Literal["sweep"]:
+    kind, _, arg = text.strip().partition(":")
+    if kind in ("sweep", "sync") and not arg:
+        return "sweep" if kind == "sweep" else [LoadPoint(kind="sync")]
+    if kind in ("concurrency", "burst", "rate") and arg:
+        return [LoadPoint(kind=kind, value=v) for v in _numbers(kind, arg)]  # type: ignore[arg-type]
+    raise UsageError(f"--profile {text!r}: use sweep, sync, burst:N, concurrency:C or rate:R")
+
+
+def sweep_rates_per_s(sync: PointResult, burst: PointResult, count: int) -> list[float]:
+    """``count`` rates evenly spaced strictly between the sync and burst request rates."""
+    if sync.requests_per_s <= 0 or burst.requests_per_s <= 0:
+        raise ValidateError(
+            f"sweep needs completed sync and burst points to place its rates (sync {sync.requests_per_s:.3g}/s, "
+            f"burst {burst.requests_per_s:.3g}/s; errors: {'; '.join(sync.errors + burst.errors)[:300]})")
+    return [float(r) for r in np.linspace(sync.requests_per_s, burst.requests_per_s, count + 2)[1:-1]]
+
+
+def plan(profile: str, options: LoadOptions, done: dict[str, PointResult]) -> Iterator[LoadPoint]:
+    """The load points in order. For a sweep the rates come from ``done`` (measured or resumed)."""
+    points = parse_profile(profile)
+    if points != "sweep":
+        yield from points
+        return
+    sync = LoadPoint(kind="sync")
+    burst = LoadPoint(kind="burst", value=options.burst_size or options.num_requests or 100)
+    yield sync
+    yield burst
+    for rate in sweep_rates_per_s(done[sync.label], done[burst.label], options.sweep_rates):
+        yield LoadPoint(kind="rate", value=rate)
+
+
+async def run_point(client: Client, point: LoadPoint, maker: PromptMaker, options: LoadOptions,
+                    on_request: Callable[[RequestRecord], None] | None = None) -> list[RequestRecord]:
+    """Send one load point's requests (after its warm-up) and return their records."""
+    label = point.label
+    if options.warmup:
+        warm_t0 = time.perf_counter()
+        await asyncio.gather(*(client.send(maker.next(), "warmup", warm_t0) for _ in range(options.warmup)))
+    client.max_in_flight = 0
+    count = int(point.value or 0) if point.kind == "burst" else options.num_requests
+    records: list[RequestRecord] = []
+    t0 = time.perf_counter()
+    deadline = t0 + options.duration_s if options.duration_s and point.kind != "burst" else None
+
+    refused = [False]  # the server is gone: stop sending, the runner reports it
+
+    def more(sent: int) -> bool:
+        return (not refused[0] and (count is None or sent < count)
+                and (deadline is None or time.perf_counter() < deadline))
+
+    async def send_one() -> None:
+        record = await client.send(maker.next(), label, t0)
+        records.append(record)
+        refused[0] = refused[0] or (record.error or "").startswith("ConnectError")
+        if on_request:
+            on_request(record)
+
+    if point.kind == "sync":
+        while more(len(records)):
+            await send_one()
+    elif point.kind == "burst":
+        await asyncio.gather(*(send_one() for _ in range(count or 0)))
+    elif point.kind == "concurrency":
+        sent = [0]
+
+        async def worker() -> None:
+            while more(sent[0]):
+                sent[0] += 1
+                await send_one()
+
+        await asyncio.gather(*(worker() for _ in range(int(point.value or 1))))
+    else:
+        await _send_at_rate(float(point.value or 1.0), options, more, send_one)
+    return records
+
+
+async def _send_at_rate(rate_per_s: float, options: LoadOptions, more: Callable[[int], bool],
+                        send_one: Callable[[], Awaitable[None]]) -> None:
+    rng = np.random.default_rng(options.seed)
+    limit = asyncio.Semaphore(options.max_concurrency) if options.max_concurrency else None
+
+    async def limited() -> None:
+        if limit is None:
+            await send_one()
+            return
+        async with limit:
+            await send_one()
+
+    tasks: list[asyncio.Task[None]] = []
+    next_at = time.perf_counter()
+    while more(len(tasks)):
+        delay = next_at - time.perf_counter()
+        if delay > 0:
+            await asyncio.sleep(delay)
+            if not more(len(tasks)):
+                break
+        tasks.append(asyncio.create_task(limited()))
+        gap = rng.exponential(1.0 / rate_per_s) if options.arrivals == "poisson" else 1.0 / rate_per_s
+        next_at += gap
+    await asyncio.gather(*tasks)

@@ -1,0 +1,119 @@
+"""Run the load points of one profile against one server and store each as it completes.
+
+Resume: points already in points.jsonl are skipped (a sweep recomputes its rates from the stored
+sync and burst points). A point with failed requests triggers a liveness check of the server; if
+it is gone the run stops with ServerLostError and that point is not stored, so a rerun redoes it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+
+import httpx
+from pydantic import BaseModel, ConfigDict
+
+from validate.client import Client
+from validate.engines.launcher import EngineProcess
+from validate.errors import ResultsError, ServerLostError
+from validate.metrics import summarize
+from validate.profiles import LoadOptions, LoadPoint, plan, run_point
+from validate.progress import Reporter
+from validate.results import PointResult, ResultsDir, RunMetadata
+from validate.workload import PromptMaker, Workload
+
+RESUME_KEYS = ("isl", "osl", "length_dist")
+
+
+class Target(BaseModel):
+    """The server to load: where, which model name, and how requests are worded."""
+
+    model_config = ConfigDict(frozen=True)
+
+    base_url: str
+    model: str
+    dialect: str = "openai"
+    request_timeout_s: float = 1800.0
+
+
+def stored_points(results: ResultsDir, metadata: RunMetadata) -> dict[str, PointResult]:
+    """Points of an earlier run of the same workload in this --out folder (ResultsError if it differs)."""
+    points = results.points()
+    earlier = results.read_metadata()
+    if points and earlier is not None:
+        for key in RESUME_KEYS:
+            if earlier.workload.get(key) != metadata.workload.get(key):
+                raise ResultsError(
+                    f"{results.path} holds points of another workload ({key} {earlier.workload.get(key)} there, "
+                    f"{metadata.workload.get(key)} now); use another --out folder")
+        for key in ("model_id", "engine"):
+            if getattr(earlier, key) and getattr(metadata, key) and getattr(earlier, key) != getattr(metadata, key):
+                raise ResultsError(f"{results.path} holds points of {key} {getattr(earlier, key)!r}, "
+                                   f"not {getattr(metadata, key)!r}; use another --out folder")
+    done = {p.load: p for p in points}
+    results.drop_orphan_requests(set(done))
+    return done
+
+
+def pending_points(profile: str, options: LoadOptions, done: dict[str, PointResult]) -> bool:
+    """Whether any point of the profile is still to run (so the engine must be started)."""
+    try:
+        return any(point.label not in done for point in plan(profile, options, done))
+    except KeyError:  # a sweep whose sync or burst point is not stored yet
+        return True
+
+
+async def _server_alive(target: Target, engine: EngineProcess | None) -> bool:
+    if engine is not None and not engine.alive():
+        return False
+    try:
+        async with httpx.AsyncClient(timeout=10.0) as http:
+            return (await http.get(target.base_url.rstrip("/") + "/v1/models")).status_code == 200
+    except httpx.HTTPError:
+        return False
+
+
+def _lost(target: Target, engine: EngineProcess | None, point: PointResult, results: ResultsDir, kept: int) -> str:
+    where = f"{engine.name} (pid {engine.pid})" if engine is not None else f"the server at {target.base_url}"
+    message = (f"{where} stopped answering during load point {point.load} ({point.failed} of "
+               f"{point.failed + point.completed} requests failed: {point.errors[0] if point.errors else '?'}); "
+               f"{kept} finished points are kept in {results.path}; rerun the same command to resume")
+    if engine is not None:
+        message += f"; engine log {engine.log_path}: {engine.log_tail_line(3)}"
+    return message
+
+
+def run_profile(target: Target, workload: Workload, profile: str, options: LoadOptions, results: ResultsDir,
+                done: dict[str, PointResult], reporter: Reporter | None = None, engine: EngineProcess | None = None,
+                text_of: Callable[[list[int]], str] | None = None) -> list[PointResult]:
+    """Run every pending point of ``profile``; returns all points of the profile (stored + new)."""
+    reporter = reporter or Reporter()
+    maker = PromptMaker(workload)
+    finished: list[PointResult] = []
+
+    async def main() -> None:
+        async with Client(target.base_url, target.model, target.dialect, target.request_timeout_s,
+                          text_of) as client:
+            for point in plan(profile, options, done):
+                if point.label in done:
+                    reporter.point_skipped(done[point.label])
+                    finished.append(done[point.label])
+                    continue
+                finished.append(await _measure(client, point))
+
+    async def _measure(client: Client, point: LoadPoint) -> PointResult:
+        total = int(point.value or 0) if point.kind == "burst" else options.num_requests
+        reporter.point_started(point.label, None if options.duration_s and point.kind != "burst" else total)
+        records = await run_point(client, point, maker, options, reporter.request_done)
+        summary = summarize(point.label, records, client.max_in_flight,
+                            point.value if point.kind == "rate" else None, options.warmup)
+        if summary.failed and not await _server_alive(target, engine):
+            raise ServerLostError(_lost(target, engine, summary, results, len(done)))
+        results.append_requests(records)
+        results.append_point(summary)
+        done[point.label] = summary
+        reporter.point_done(summary)
+        return summary
+
+    asyncio.run(main())
+    return finished

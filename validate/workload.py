@@ -1,0 +1,153 @@
+"""What each request asks for: input/output lengths and prompts as token-id lists.
+
+Prompts are seeded random token ids that avoid the model's special ids. Each starts with a unique
+prefix (a per-run salt token, then the request number in base len(allowed ids)), so no two requests
+share a first KV block and prefix caching never helps. Lengths are fixed, uniform in
+[L(1-r), L(1+r)] (vLLM's --random-range-ratio), normal with stdev r*L, or drawn from a file of
+(input, output) pairs.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Literal
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field
+
+from validate.errors import UsageError
+
+PREFIX_TOKENS = 3
+# Used when the server's vocabulary is unknown (attach mode without --model-config): ids that exist in
+# every common tokenizer and are not special in any of them.
+UNKNOWN_VOCAB_SIZE = 30_000
+UNKNOWN_VOCAB_RESERVED = 1_000
+
+
+class LengthDist(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    kind: Literal["fixed", "uniform", "normal", "file"] = "fixed"
+    ratio: float = Field(default=0.0, ge=0.0)
+    path: str | None = None
+
+    def __str__(self) -> str:
+        if self.kind == "file":
+            return f"file:{self.path}"
+        return self.kind if self.kind == "fixed" else f"{self.kind}:{self.ratio:g}"
+
+
+def parse_length_dist(text: str) -> LengthDist:
+    """'fixed' | 'uniform:R' | 'normal:R' | 'file:PATH'"""
+    kind, _, arg = text.partition(":")
+    if kind == "fixed" and not arg:
+        return LengthDist()
+    if kind == "file" and arg:
+        if not Path(arg).is_file():
+            raise UsageError(f"length file {arg} does not exist")
+        return LengthDist(kind="file", path=arg)
+    if kind in ("uniform", "normal"):
+        try:
+            ratio = float(arg)
+        except ValueError:
+            ratio = -1.0
+        if not 0.0 <= ratio < (1.0 if kind == "uniform" else 10.0):
+            raise UsageError(f"--length-dist {text}: the ratio must be in [0, 1) for uniform, [0, 10) for normal")
+        return LengthDist(kind=kind, ratio=ratio)
+    raise UsageError(f"--length-dist {text!r}: use fixed, uniform:R, normal:R or file:PATH")
+
+
+def read_length_pairs(path: str) -> list[tuple[int, int]]:
+    """Lines of 'input output' or 'input,output'; '#' starts a comment; a header line is skipped."""
+    pairs = []
+    for number, line in enumerate(Path(path).read_text().splitlines(), 1):
+        fields = line.split("#")[0].replace(",", " ").split()
+        if not fields:
+            continue
+        try:
+            isl, osl = int(fields[0]), int(fields[1])
+        except (ValueError, IndexError):
+            if number == 1:
+                continue
+            raise UsageError(f"{path}:{number}: expected two integers (input, output)") from None
+        if isl < 1 or osl < 1:
+            raise UsageError(f"{path}:{number}: lengths must be >= 1")
+        pairs.append((isl, osl))
+    if not pairs:
+        raise UsageError(f"{path} holds no (input, output) length pairs")
+    return pairs
+
+
+class Workload(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    isl: int = Field(gt=0, description="mean input tokens")
+    osl: int = Field(gt=0, description="mean output tokens")
+    length_dist: LengthDist = LengthDist()
+    seed: int = 0
+    vocab_size: int = UNKNOWN_VOCAB_SIZE
+    special_ids: list[int] = Field(default_factory=lambda: list(range(UNKNOWN_VOCAB_RESERVED)))
+
+    def describe(self) -> dict[str, object]:
+        return {"isl": self.isl, "osl": self.osl, "length_dist": str(self.length_dist), "seed": self.seed}
+
+
+def _spread(rng: np.random.Generator, mean: int, dist: LengthDist, n: int) -> np.ndarray:
+    if dist.kind == "uniform":
+        low, high = int(mean * (1 - dist.ratio)), int(mean * (1 + dist.ratio))
+        return rng.integers(max(low, 1), max(high, 1) + 1, size=n)
+    if dist.kind == "normal":
+        return np.maximum(np.rint(rng.normal(mean, dist.ratio * mean, size=n)), 1).astype(int)
+    return np.full(n, mean)
+
+
+class RequestSpec(BaseModel):
+    index: int
+    prompt_ids: list[int]
+    output_tokens: int
+
+
+class PromptMaker:
+    """Makes RequestSpecs one at a time: seeded lengths and token ids, unique prefixes."""
+
+    def __init__(self, workload: Workload, salt: int | None = None) -> None:
+        self.workload = workload
+        specials = np.array(sorted(set(workload.special_ids)), dtype=np.int64)
+        self.allowed = np.setdiff1d(np.arange(workload.vocab_size, dtype=np.int64), specials)
+        if len(self.allowed) < 16:
+            raise UsageError(f"vocabulary of {workload.vocab_size} has too few ordinary token ids")
+        self.rng = np.random.default_rng(workload.seed)
+        # The salt differs between runs (resumed runs too), so a server's prefix cache never matches.
+        self.salt = int.from_bytes(os.urandom(4), "little") if salt is None else salt
+        self.pairs = read_length_pairs(workload.length_dist.path) if workload.length_dist.path else None
+        self.count = 0
+
+    def lengths(self) -> tuple[int, int]:
+        w = self.workload
+        if self.pairs:
+            return self.pairs[int(self.rng.integers(len(self.pairs)))]
+        return int(_spread(self.rng, w.isl, w.length_dist, 1)[0]), int(_spread(self.rng, w.osl, w.length_dist, 1)[0])
+
+    def prefix(self, index: int) -> list[int]:
+        base = len(self.allowed)
+        digits = [self.salt % base, (index // base) % base, index % base]
+        return [int(self.allowed[d]) for d in digits]
+
+    def next(self) -> RequestSpec:
+        index, self.count = self.count, self.count + 1
+        isl, osl = self.lengths()
+        body = self.allowed[self.rng.integers(len(self.allowed), size=max(isl - PREFIX_TOKENS, 0))]
+        ids = (self.prefix(index) + body.tolist())[:isl]
+        return RequestSpec(index=index, prompt_ids=ids, output_tokens=osl)
+
+    def max_total_tokens(self) -> int:
+        """The longest input + output this workload can ask for (checked against max_model_len)."""
+        if self.pairs:
+            return max(i + o for i, o in self.pairs)
+        w, dist = self.workload, self.workload.length_dist
+        if dist.kind == "uniform":
+            return int(w.isl * (1 + dist.ratio)) + int(w.osl * (1 + dist.ratio))
+        if dist.kind == "normal":
+            return int(w.isl * (1 + 4 * dist.ratio)) + int(w.osl * (1 + 4 * dist.ratio))
+        return w.isl + w.osl
