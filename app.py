@@ -142,10 +142,21 @@ def sidebar() -> tuple[Scenario, float, float, float, str]:
     return s, ttft_ms / 1e3, itl_ms / 1e3, float(target), display
 
 
+def lap(name: str) -> None:
+    """Server time of each part of this rerun (session_state['_timings'], read by tests/test_app_timings.py)."""
+    now = time.perf_counter()
+    laps = st.session_state.setdefault("_timings", {})
+    laps[name] = (now - st.session_state.get("_lap", _T0)) * 1e3
+    st.session_state["_lap"] = now
+
+
 def main() -> None:
+    st.session_state["_timings"] = {}
+    st.session_state["_lap"] = _T0
     st.title("How many users, how fast, at what cost?")
     try:
         s, ttft_slo, itl_slo, target, display = sidebar()
+        lap("sidebar")
     except InputError as exc:
         st.error(str(exc), icon=":material/error:")
         st.stop()
@@ -166,7 +177,9 @@ def main() -> None:
     except Exception as exc:  # noqa: BLE001  never a traceback on the page
         st.error(f"Unexpected error ({type(exc).__name__}): {exc}", icon=":material/error:")
         st.stop()
+    lap("headline")
     tabs.headline_metrics(s, h, ttft_slo, itl_slo)
+    lap("metrics")
     names = [":material/monitoring: Charts", ":material/compare_arrows: Compare GPUs",
              ":material/fact_check: Measured vs predicted", ":material/travel_explore: Explorer",
              ":material/function: Formulas", ":material/rocket_launch: Launch"]
@@ -185,6 +198,7 @@ def main() -> None:
                 st.error(str(exc), icon=":material/error:")
             except Exception as exc:  # noqa: BLE001
                 st.error(f"Unexpected error ({type(exc).__name__}): {exc}", icon=":material/error:")
+        lap(render.__name__)
     st.caption(f"Model v{tabs.version()} · calibration: {h.calibration} · page computed in "
                f"{(time.perf_counter() - _T0) * 1e3:,.0f} ms", help="server time of this rerun")
 

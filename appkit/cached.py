@@ -13,7 +13,11 @@ from appkit import compute, measured
 from capacity import Scenario
 
 ROOT = Path(__file__).resolve().parent.parent
-MEASUREMENTS_DIR = Path(os.environ.get("LLMCAP_MEASUREMENTS_DIR", ROOT / "data" / "measurements"))
+
+
+def measurements_dir() -> Path:
+    """The project's measurements (data/measurements); LLMCAP_MEASUREMENTS_DIR points elsewhere (tests)."""
+    return Path(os.environ.get("LLMCAP_MEASUREMENTS_DIR") or ROOT / "data" / "measurements")
 
 
 def _s(scenario_json: str) -> Scenario:
@@ -67,7 +71,8 @@ def _corpus(root: str, stamp: tuple) -> tuple[pd.DataFrame, list[str]]:
 
 
 def corpus() -> tuple[pd.DataFrame, list[str]]:
-    return _corpus(str(MEASUREMENTS_DIR), _corpus_stamp(MEASUREMENTS_DIR))
+    root = measurements_dir()
+    return _corpus(str(root), _corpus_stamp(root))
 
 
 @st.cache_data(show_spinner=False, max_entries=32)

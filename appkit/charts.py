@@ -58,9 +58,9 @@ def _memory() -> alt.LayerChart:
 
 def _roofline() -> alt.LayerChart:
     x = alt.X("intensity:Q", scale=alt.Scale(type="log"), title="arithmetic intensity (FLOP per byte of HBM traffic)",
-              axis=alt.Axis(values=[0.1, 1, 10, 100, 1_000, 10_000, 100_000], format="~s"))
+              axis=alt.Axis(values=[1, 10, 100, 1_000, 10_000, 100_000], format=",~r"))
     y = alt.Y("tflops:Q", scale=alt.Scale(type="log"), title="FLOP/s per GPU (TFLOP/s)",
-              axis=alt.Axis(values=[0.1, 1, 10, 100, 1_000, 10_000], format="~s"))
+              axis=alt.Axis(values=[0.1, 1, 10, 100, 1_000, 10_000], format=",~r"))
     roof = alt.Chart(_data("roof")).mark_line(strokeWidth=2.5, color="#555").encode(
         x=x, y=y, strokeDash=alt.StrokeDash("roof:N", title="roof", legend=alt.Legend(orient="bottom")))
     ridge = alt.Chart(_data("ridge")).mark_rule(strokeDash=[2, 3], color="#999").encode(x="intensity:Q")

@@ -5,6 +5,7 @@ FP8), which the comments say."""
 
 from __future__ import annotations
 
+import json
 import shlex
 from dataclasses import dataclass
 
@@ -107,14 +108,15 @@ def trtllm(c: Launch) -> str:
 def modal_app(c: Launch) -> str:
     gpu = MODAL_GPU.get(c.gpu)
     gpu_line = f'GPU = "{gpu}:{c.tp}"' if gpu else f'GPU = "H200:{c.tp}"  # {c.gpu} is not a Modal GPU type: pick the closest'
-    args = vllm_args(Launch(**{**c.__dict__, "num_gpus": c.tp}))  # one replica per container
-    args_py = ",\n        ".join(repr(a) for a in args)
+    args = vllm_args(Launch(**{**c.__dict__, "num_gpus": c.tp}))[3:]  # one replica per container
+    pairs = [args[i:i + 2] for i in range(0, len(args), 2)]
+    args_py = "\n        ".join(", ".join(json.dumps(a) for a in pair) + "," for pair in pairs)
     return f'''# serve.py — `modal deploy serve.py`; {c.replicas} replica{"s" if c.replicas > 1 else ""} of {c.tp} GPU{"s" if c.tp > 1 else ""}
 import subprocess
 
 import modal
 
-MODEL = {c.model!r}
+MODEL = {json.dumps(c.model)}
 {gpu_line}
 MINUTES = 60
 
@@ -132,7 +134,8 @@ app = modal.App("llm-capacity-serve")
 @modal.web_server(port=8000, startup_timeout=20 * MINUTES)
 def serve():
     cmd = [
-        {args_py},
+        "vllm", "serve", MODEL,
+        {args_py}
         "--host", "0.0.0.0",
     ]
     subprocess.Popen(cmd)

@@ -1,0 +1,163 @@
+"""The calculator in a real headless Chromium (Debian's /usr/bin/chromium driven by Playwright) against
+`streamlit run app.py`: change inputs, read the rendered numbers, check the charts drew."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import re
+import time
+from pathlib import Path
+
+import pytest
+
+from capacity import Scenario, estimate
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = ROOT / "tests" / "fixtures"
+CHROMIUM = Path("/usr/bin/chromium")
+
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.skipif(not CHROMIUM.exists(), reason="needs Debian's Chromium at /usr/bin/chromium (`make browser`)"),
+]
+
+_spec = importlib.util.spec_from_file_location("screenshot_app", ROOT / "scripts" / "screenshot_app.py")
+shots = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(shots)
+
+
+@pytest.fixture(scope="module")
+def app_url():
+    with shots.streamlit_server({"LLMCAP_MEASUREMENTS_DIR": str(FIXTURES / "measurements")}) as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+def browser_page():
+    with shots.chromium_page() as page:
+        yield page
+
+
+@pytest.fixture
+def page(app_url, browser_page):
+    browser_page.goto(app_url)
+    shots.wait_idle(browser_page, 60_000)
+    return browser_page
+
+
+def metric(page, label: str) -> str:
+    box = page.locator('[data-testid="stMetric"]').filter(has=page.get_by_text(label, exact=True))
+    return box.locator('[data-testid="stMetricValue"]').inner_text().strip()
+
+
+def choose(page, label: str, option: str) -> None:
+    """Pick `option` in the sidebar selectbox labelled `label`."""
+    box = page.locator('[data-testid="stSidebar"] [data-testid="stSelectbox"]').filter(
+        has=page.get_by_text(label, exact=True))
+    box.click()
+    page.get_by_role("option", name=option).click()
+
+
+def wait_change(page, label: str, old: str, timeout_s: float = 20) -> tuple[str, float]:
+    """Wait until the metric differs from `old`; returns (new value, seconds it took in the browser)."""
+    t0 = time.perf_counter()
+    while time.perf_counter() - t0 < timeout_s:
+        value = metric(page, label)
+        if value != old:
+            shots.wait_idle(page)
+            return metric(page, label), time.perf_counter() - t0
+        page.wait_for_timeout(25)
+    raise AssertionError(f"{label} stayed {old!r}")
+
+
+def drawn_charts(page) -> int:
+    """Vega charts that drew something (a canvas or svg with a size)."""
+    return page.evaluate("""() => [...document.querySelectorAll('[data-testid="stVegaLiteChart"]')].filter(c => {
+        const g = c.querySelector('canvas, svg.marks');
+        return g && g.getBoundingClientRect().width > 50 && g.getBoundingClientRect().height > 30;
+    }).length""")
+
+
+def test_default_page_numbers_and_charts(page):
+    e = estimate(Scenario())
+    assert metric(page, "Max concurrent users") == f"{e.max_concurrent_requests:,}"
+    assert page.get_by_text("Fits.", exact=False).first.is_visible()
+    page.wait_for_function("() => document.querySelectorAll('[data-testid=\"stVegaLiteChart\"] svg.marks').length >= 5")
+    assert drawn_charts(page) >= 5  # memory, TTFT, ITL, roofline, cost
+    assert "Traceback" not in page.content()
+
+
+def test_changing_gpu_and_precision_updates_the_numbers(page, capsys):
+    before = metric(page, "Output tokens/s at that rate")
+    choose(page, "GPU", re.compile(r"^NVIDIA B200"))
+    users, took_gpu = wait_change(page, "Max concurrent users", metric(page, "Max concurrent users"))
+    assert users == f"{estimate(Scenario(gpu='b200')).max_concurrent_requests:,}"
+    after_gpu = metric(page, "Output tokens/s at that rate")
+    assert after_gpu != before
+    choose(page, "Weights", "FP8")
+    fp8, took_precision = wait_change(page, "Output tokens/s at that rate", after_gpu)
+    assert float(fp8.replace(",", "")) > float(after_gpu.replace(",", ""))
+    assert drawn_charts(page) >= 5
+    with capsys.disabled():
+        print(f"\nbrowser round trip: GPU change {took_gpu * 1e3:.0f} ms, precision change {took_precision * 1e3:.0f} ms")
+
+
+def test_custom_lengths_and_zero_is_an_error(page):
+    choose(page, "Request shape", "custom")
+    sidebar = page.locator('[data-testid="stSidebar"]')
+    sidebar.get_by_label("Output tokens", exact=True).wait_for()
+    old = metric(page, "Max concurrent users")
+    field = sidebar.get_by_label("Input tokens", exact=True)
+    field.fill("8192")
+    field.press("Enter")
+    new, _ = wait_change(page, "Max concurrent users", old)
+    assert new == f"{estimate(Scenario(isl=8192, osl=128)).max_concurrent_requests:,}"
+    field = sidebar.get_by_label("Output tokens", exact=True)
+    field.fill("0")
+    field.press("Enter")
+    err = page.locator('[data-testid="stAlertContentError"]')
+    err.wait_for(timeout=20_000)
+    assert "osl must be at least 1 token" in err.inner_text()
+    assert "Traceback" not in page.content()
+
+
+def test_malformed_config_upload_shows_an_error(page, tmp_path):
+    page.locator('[data-testid="stSidebar"]').get_by_text("Upload config.json", exact=True).click()
+    shots.wait_idle(page)
+    bad = tmp_path / "config.json"
+    bad.write_text('{"hidden_size": 4096, "num_hidden_layers": ')
+    page.locator('[data-testid="stSidebar"] [data-testid="stFileUploaderDropzoneInput"]').first.set_input_files(str(bad))
+    err = page.locator('[data-testid="stAlertContentError"]')
+    err.wait_for(timeout=20_000)
+    assert "not valid JSON" in err.inner_text()
+    assert "Traceback" not in page.content()
+    good = tmp_path / "tiny" / "config.json"
+    good.parent.mkdir()
+    good.write_text((ROOT / "tests/assets/tiny-llama/config.json").read_text())
+    page.locator('[data-testid="stSidebar"] [data-testid="stFileUploaderDropzoneInput"]').first.set_input_files(str(good))
+    page.get_by_text("LlamaForCausalLM", exact=False).first.wait_for(timeout=20_000)
+    assert metric(page, "Max concurrent users") == "1,024"
+
+
+def test_tabs_compare_measured_explorer(page, tmp_path):
+    shots.open_tab(page, "Compare GPUs")
+    page.wait_for_function("() => document.querySelectorAll('[data-testid=\"stVegaLiteChart\"] svg.marks').length >= 1")
+    assert drawn_charts(page) >= 1
+    assert page.locator('[data-testid="stDataFrame"]').count() == 1
+    shots.open_tab(page, "Measured vs predicted")
+    page.wait_for_function("() => document.querySelectorAll('[data-testid=\"stVegaLiteChart\"] svg.marks').length >= 1")
+    assert page.locator('[data-testid="stDataFrame"]').count() == 1
+    bench = tmp_path / "bench.json"
+    bench.write_text(json.dumps(json.loads((FIXTURES / "vllm-bench-serve-llama8b-c16.json").read_text())))
+    page.locator('[data-testid="stSidebar"] [data-testid="stFileUploaderDropzoneInput"]').last.set_input_files(str(bench))
+    page.get_by_text("bench.json", exact=True).first.wait_for(timeout=20_000)
+    shots.wait_idle(page)
+    shots.open_tab(page, "Explorer")
+    assert page.locator('[data-testid="stDataFrame"]').count() == 1
+    assert drawn_charts(page) >= 1
+    shots.open_tab(page, "Formulas")
+    assert page.locator(".katex").count() >= 10
+    shots.open_tab(page, "Launch")
+    assert "vllm serve meta-llama/Llama-3.1-8B" in page.locator('[data-testid="stCode"]').first.inner_text()
+    assert "Traceback" not in page.content()

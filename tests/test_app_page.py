@@ -1,0 +1,277 @@
+"""The calculator's widget logic and values, through Streamlit's AppTest (the script runs in-process, no
+browser). The numbers on the page are held against the capacity package's public API."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from capacity import Scenario, estimate
+from capacity.formulas import FORMULAS
+from capacity.sizing import size
+
+ROOT = Path(__file__).resolve().parent.parent
+APP = str(ROOT / "app.py")
+FIXTURES = ROOT / "tests" / "fixtures"
+TINY_LLAMA = ROOT / "tests" / "assets" / "tiny-llama" / "config.json"
+
+
+@pytest.fixture
+def empty_corpus(tmp_path, monkeypatch):
+    monkeypatch.setenv("LLMCAP_MEASUREMENTS_DIR", str(tmp_path / "no-measurements"))
+
+
+@pytest.fixture
+def fixture_corpus(monkeypatch):
+    monkeypatch.setenv("LLMCAP_MEASUREMENTS_DIR", str(FIXTURES / "measurements"))
+
+
+def run_app() -> AppTest:
+    at = AppTest.from_file(APP, default_timeout=60)
+    at.run()
+    assert not at.exception, at.exception
+    return at
+
+
+def rerun(at: AppTest) -> AppTest:
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def metrics(at: AppTest) -> dict[str, str]:
+    return {m.label: m.value for m in at.metric}
+
+
+def open_tab(at: AppTest, name: str) -> AppTest:
+    label = next(t.label for t in at.tabs if t.label.endswith(name))
+    at.session_state["tab"] = label
+    return rerun(at)
+
+
+def summary(at: AppTest) -> str:
+    """The line under the title that restates the scenario."""
+    return next(m.value for m in at.markdown if " on **" in m.value)
+
+
+def page_text(at: AppTest) -> str:
+    parts = [e.value for kind in (at.markdown, at.caption, at.info, at.warning, at.error, at.success) for e in kind]
+    return "\n".join(str(p) for p in parts)
+
+
+def expected(s: Scenario, ttft_s: float = 1.0, itl_s: float = 0.05, target: float = 10.0) -> dict[str, str]:
+    """The headline as the capacity API computes it, formatted as the page shows it."""
+    alone = estimate(s.model_copy(update={"load": "sync"}))
+    opt = size(s, target, ttft_s, itl_s, [s.tp])[0]
+    at_rate = estimate(s.model_copy(update={"load": f"rate:{opt.max_rps_per_replica:.9g}"}))
+    return {
+        "Max concurrent users": f"{alone.max_concurrent_requests:,}",
+        "Requests/s within objectives": f"{at_rate.requests_per_s:,.2f}",
+        "Output tokens/s at that rate": f"{at_rate.output_tokens_per_s:,.0f}",
+        "$ per million output tokens": f"${at_rate.usd_per_million_output_tokens:,.3f}",
+        f"For {target:,.1f} requests/s": f"{opt.num_gpus} GPU" + ("s" if opt.num_gpus != 1 else ""),
+    }
+
+
+def test_default_scenario_matches_the_capacity_api(empty_corpus):
+    at = run_app()
+    shown = metrics(at)
+    for label, value in expected(Scenario()).items():
+        assert shown[label] == value, label
+    assert not at.error
+    assert any("Fits." in s.value for s in at.success)
+    # the footer says how long the rerun took
+    assert "page computed in" in at.caption[-1].value
+
+
+def test_gpu_and_precision_change_the_numbers(empty_corpus):
+    at = run_app()
+    before = metrics(at)
+    at.selectbox(key="gpu").set_value("b200")
+    rerun(at)
+    on_b200 = metrics(at)
+    assert on_b200 != before
+    for label, value in expected(Scenario(gpu="b200")).items():
+        assert on_b200[label] == value, label
+    at.selectbox(key="precision").set_value("fp8")
+    rerun(at)
+    fp8 = metrics(at)
+    assert fp8["Output tokens/s at that rate"] != on_b200["Output tokens/s at that rate"]
+    for label, value in expected(Scenario(gpu="b200", precision="fp8")).items():
+        assert fp8[label] == value, label
+
+
+def test_price_defaults_from_the_gpu_spec_and_follows_the_gpu(empty_corpus):
+    at = run_app()
+    assert at.number_input(key="price").value == pytest.approx(3.59)
+    at.selectbox(key="gpu").set_value("h100-sxm")
+    rerun(at)
+    assert at.number_input(key="price").value == pytest.approx(2.99)
+    at.number_input(key="price").set_value(1.0)
+    rerun(at)
+    assert "$1.00/h" in at.metric[6].proto.delta  # 1 GPU for the target at $1/h
+
+
+def test_objectives_presets_and_target(empty_corpus):
+    at = run_app()
+    at.segmented_control(key="ttft_preset").set_value("300 ms")
+    at.number_input(key="target_rps").set_value(100.0)
+    rerun(at)
+    shown = metrics(at)
+    for label, value in expected(Scenario(), ttft_s=0.3, target=100.0).items():
+        assert shown[label] == value, label
+    assert "TTFT ≤ **300 ms**" in summary(at)
+
+
+def test_shape_presets_and_custom_lengths(empty_corpus):
+    at = run_app()
+    at.selectbox(key="shape").set_value("reasoning-like · 128 in → 1,024 out")
+    rerun(at)
+    for label, value in expected(Scenario(isl=128, osl=1024)).items():
+        assert metrics(at)[label] == value, label
+    at.selectbox(key="shape").set_value("custom")
+    rerun(at)
+    at.number_input(key="isl").set_value(4096)
+    at.number_input(key="osl").set_value(512)
+    rerun(at)
+    for label, value in expected(Scenario(isl=4096, osl=512)).items():
+        assert metrics(at)[label] == value, label
+
+
+def test_zero_length_is_a_message_not_a_traceback(empty_corpus):
+    at = run_app()
+    at.selectbox(key="shape").set_value("custom")
+    rerun(at)
+    at.number_input(key="osl").set_value(0)
+    rerun(at)
+    assert at.error and "osl must be at least 1 token" in at.error[0].value
+    assert not at.metric
+
+
+def test_model_that_does_not_fit_says_why(empty_corpus):
+    at = run_app()
+    at.selectbox(key="model").set_value("meta-llama/Llama-3.1-405B")
+    rerun(at)
+    assert len(at.error) == 1
+    msg = at.error[0].value
+    assert "Does not fit" in msg and "Llama-3.1-405B" in msg and "Try more GPUs" in msg
+    # the suggested fix works: 8 GPUs, TP 8, FP8
+    at.number_input(key="num_gpus").set_value(8)
+    rerun(at)
+    at.selectbox(key="tp").set_value(8)
+    at.selectbox(key="precision").set_value("fp8")
+    rerun(at)
+    assert not at.error
+    assert metrics(at)["Max concurrent users"] != "—"
+
+
+def test_bad_tensor_parallel_is_a_message(empty_corpus):
+    at = run_app()
+    at.selectbox(key="model").set_value("google/gemma-3-27b-it")
+    at.number_input(key="num_gpus").set_value(3)
+    rerun(at)
+    at.selectbox(key="tp").set_value(3)
+    rerun(at)
+    assert at.error and "does not divide" in at.error[0].value
+
+
+def test_malformed_config_upload_shows_an_error(empty_corpus):
+    at = run_app()
+    at.segmented_control(key="model_source").set_value("Upload config.json")
+    rerun(at)
+    at.sidebar.file_uploader[0].set_value(("config.json", b'{"hidden_size": 4096, "num_hidden_layers": ', "application/json"))
+    rerun(at)
+    assert at.error and "not valid JSON" in at.error[0].value
+    at.sidebar.file_uploader[0].set_value(("config.json", json.dumps({"hidden_size": 64}).encode(), "application/json"))
+    rerun(at)
+    assert at.error and "lacks required field 'num_hidden_layers'" in at.error[0].value
+    at.sidebar.file_uploader[0].set_value(("config.json", b"\xff\xfe\x00garbage", "application/json"))
+    rerun(at)
+    assert at.error and "UTF-8" in at.error[0].value
+
+
+def test_uploaded_config_is_estimated(empty_corpus):
+    at = run_app()
+    at.segmented_control(key="model_source").set_value("Upload config.json")
+    rerun(at)
+    at.sidebar.file_uploader[0].set_value(("config.json", TINY_LLAMA.read_bytes(), "application/json"))
+    rerun(at)
+    assert not at.error
+    assert "LlamaForCausalLM" in summary(at)
+    assert metrics(at)["Max concurrent users"] == "1,024"  # a tiny model: vLLM's 1,024-sequence cap binds
+
+
+def test_custom_gpu_numbers(empty_corpus):
+    at = run_app()
+    at.segmented_control(key="gpu_source").set_value("Custom numbers")
+    rerun(at)
+    base = metrics(at)  # pre-filled with the H200's numbers: the same answer as the catalog H200 (no price)
+    assert base["Max concurrent users"] == expected(Scenario())["Max concurrent users"]
+    at.number_input(key="cg_bw").set_value(9.6)  # twice the bandwidth: decode (memory-bound) gets faster
+    rerun(at)
+    faster = metrics(at)
+    assert float(faster["Output tokens/s at that rate"].replace(",", "")) > \
+        float(base["Output tokens/s at that rate"].replace(",", ""))
+    at.number_input(key="cg_mem").set_value(10.0)  # 10 GB: an 8B model in BF16 does not fit
+    rerun(at)
+    assert at.error and "does not fit" in at.error[0].value
+
+
+def test_ideal_engine_is_an_upper_bound(empty_corpus):
+    at = run_app()
+    vllm = metrics(at)
+    at.radio(key="engine").set_value("Ideal roofline")
+    rerun(at)
+    ideal = metrics(at)
+    assert float(ideal["Output tokens/s at that rate"].replace(",", "")) > \
+        float(vllm["Output tokens/s at that rate"].replace(",", ""))
+
+
+def test_every_tab_renders(empty_corpus):
+    at = run_app()
+    assert len(at.tabs) == 6
+    assert at.get("vega_lite_chart") or at.get("arrow_vega_lite_chart")
+    open_tab(at, "Compare GPUs")
+    assert any("Download CSV" in b.label for b in at.get("download_button"))
+    open_tab(at, "Measured vs predicted")
+    assert "No project measurements for this configuration yet" in page_text(at)
+    open_tab(at, "Explorer")
+    assert "No measured results yet" in page_text(at)
+    open_tab(at, "Formulas")
+    assert len(at.latex) == len(FORMULAS)
+    open_tab(at, "Launch")
+    code = "\n".join(c.value for c in at.code)
+    assert "vllm serve meta-llama/Llama-3.1-8B" in code and "--tensor-parallel-size 1" in code
+    assert "sglang.launch_server" in code and "trtllm-serve serve" in code and "modal.App" in code
+    assert not at.error
+
+
+def test_measured_overlay_and_explorer_with_fixture_corpus(fixture_corpus):
+    at = run_app()
+    open_tab(at, "Measured vs predicted")
+    table = at.dataframe[0].value
+    assert len(table) == 6 and set(table["origin"]) == {"project"}  # the BF16 fixture run matches the default
+    assert (table["err_requests_per_s_pct"].abs() < 20).all()  # the fixture is the prediction ±12 %
+    at.sidebar.file_uploader[0].set_value(
+        ("bench.json", (FIXTURES / "vllm-bench-serve-llama8b-c16.json").read_bytes(), "application/json"))
+    rerun(at)
+    table = at.dataframe[0].value
+    assert len(table) == 7 and (table["origin"] == "uploaded").sum() == 1
+    open_tab(at, "Explorer")
+    best = at.dataframe[0].value
+    assert list(best["precision"])[:2] == ["fp8", "bf16"]  # best first
+    assert best["output_tokens_per_s_per_gpu"].is_monotonic_decreasing
+    at.selectbox(key="ex_ttft").set_value("300 ms")
+    rerun(at)
+    assert (at.dataframe[0].value["ttft_ms"] <= 300).all()
+
+
+def test_bad_results_upload_is_a_message(fixture_corpus):
+    at = run_app()
+    open_tab(at, "Measured vs predicted")
+    at.sidebar.file_uploader[0].set_value(("points.jsonl", b"{not json}\n{\"load\": \"sync\"}\n", "application/json"))
+    rerun(at)
+    assert any("points.jsonl:1 is not JSON" in e.value for e in at.error)
