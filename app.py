@@ -6,6 +6,7 @@ and holds the prediction against measured results. Every number comes from the `
 
 from __future__ import annotations
 
+import dataclasses
 import time
 
 _T0 = time.perf_counter()
@@ -71,8 +72,8 @@ def sidebar() -> tuple[Scenario, float, float, float, str]:
         price_key = gpu
     else:
         base = catalog[DEFAULT_GPU]
-        c1, c2 = sb.columns(2)
         name = sb.text_input("Name", "My GPU", key="cg_name", persist_state="page")
+        c1, c2 = sb.columns(2)
         mem = c1.number_input("Memory (GB)", 1.0, 4096.0, base.usable_memory_bytes / 1e9, 1.0, key="cg_mem", persist_state="page",
                               help="usable memory in GB (10⁹ bytes), as the driver reports it")
         bw = c2.number_input("HBM (TB/s)", 0.05, 100.0, base.memory_bandwidth_bytes_per_s / 1e12, 0.1, key="cg_bw", persist_state="page")
@@ -159,6 +160,8 @@ def main() -> None:
         lap("sidebar")
     except InputError as exc:
         st.error(str(exc), icon=":material/error:")
+        st.caption("A model's config.json is the small JSON file at the top of its Hugging Face repository "
+                   "(…/blob/main/config.json). Only its architecture fields are read.")
         st.stop()
     gpu_name = gpu_catalog()[s.gpu].name if s.gpu in gpu_catalog() else "custom GPU"
     st.markdown(f"**{display}** on **{s.num_gpus} × {gpu_name}** ({tabs.layout_text(s)}) · weights "
@@ -170,6 +173,7 @@ def main() -> None:
         h = cached.headline(sj, ttft_slo, itl_slo, target)
     except DoesNotFitError as exc:
         st.error(f"**Does not fit.** {exc}", icon=":material/block:")
+        tabs.what_fits(s)
         st.stop()
     except CapacityError as exc:
         st.error(f"**{type(exc).__name__.replace('Error', ' error')}:** {exc}", icon=":material/error:")
@@ -177,6 +181,9 @@ def main() -> None:
     except Exception as exc:  # noqa: BLE001  never a traceback on the page
         st.error(f"Unexpected error ({type(exc).__name__}): {exc}", icon=":material/error:")
         st.stop()
+    if s.price_usd_per_gpu_hour is None:  # price 0 in the sidebar: no cost figures (the model would use the catalog's)
+        h = dataclasses.replace(h, usd_per_million_output_tokens=None, usd_per_million_total_tokens=None,
+                                usd_per_hour_for_target=None, price_usd_per_gpu_hour=None)
     lap("headline")
     tabs.headline_metrics(s, h, ttft_slo, itl_slo)
     lap("metrics")

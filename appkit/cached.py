@@ -29,6 +29,11 @@ def headline(scenario_json: str, ttft_slo_s: float, itl_slo_s: float, target_rps
     return compute.headline(_s(scenario_json), ttft_slo_s, itl_slo_s, target_rps)
 
 
+@st.cache_data(show_spinner=False, max_entries=128)
+def fit_options(scenario_json: str) -> pd.DataFrame:
+    return compute.fit_options(_s(scenario_json))
+
+
 @st.cache_data(show_spinner=False, max_entries=512)
 def memory_breakdown(scenario_json: str) -> pd.DataFrame:
     return compute.memory_breakdown(_s(scenario_json))

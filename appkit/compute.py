@@ -117,6 +117,24 @@ def headline(s: Scenario, ttft_slo_s: float, itl_slo_s: float, target_rps: float
     )
 
 
+def fit_options(s: Scenario, precisions: tuple[str, ...] = ("bf16", "fp8", "fp4")) -> pd.DataFrame:
+    """What does fit on this GPU when `s` does not: KV tokens per replica for TP 1, 2, 4, … (up to the GPU's
+    scale-up domain, at most 64) × weight precision, same workload. 0 tokens: does not fit."""
+    gpu = load_gpu(s.gpu)
+    tps = [t for t in (1, 2, 4, 8, 16, 32, 64) if t <= max(gpu.scale_up_domain_size, 1)] or [1]
+    rows = []
+    for precision in precisions:
+        row = {"weights": precision.upper()}
+        for tp in tps:
+            try:
+                plan = plan_for(s.model_copy(update={"precision": precision, "tp": tp, "num_gpus": tp}))
+                row[f"TP {tp}"] = int(plan.max_concurrent(s.isl + s.osl))
+            except CapacityError:
+                row[f"TP {tp}"] = 0
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
 def memory_breakdown(s: Scenario) -> pd.DataFrame:
     """Per GPU: where its memory goes (bytes), in the order the engine accounts for it."""
     m = plan_for(s).memory

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -146,6 +147,28 @@ def from_vllm_bench(result: dict[str, Any], name: str = "vllm bench JSON") -> Ru
     return Run(parse_points_jsonl(json.dumps(point), name), meta, name)
 
 
+def import_report(name: str, data: bytes, obj: dict[str, Any]) -> Run:
+    """Another tool's report (`vllm bench serve --save-result`, guidellm) through the validator's importer
+    (validate/importers.py), so the app and `validate import` read them the same way; the app's own small
+    vLLM converter is the fallback where the validator is not installed."""
+    try:
+        from validate.errors import ValidateError
+        from validate.importers import import_file
+    except ImportError:
+        if "request_throughput" in obj:
+            return from_vllm_bench(obj, name)
+        raise MeasuredError(f"{name}: reading guidellm reports needs the validate package") from None
+    with tempfile.TemporaryDirectory(prefix="llmcap-upload-") as tmp:
+        path = Path(tmp) / (Path(name).name or "report.json")
+        path.write_bytes(data)
+        try:
+            points, _, meta = import_file(path, ["app upload", Path(name).name])
+        except (ValidateError, KeyError, TypeError, ValueError) as exc:
+            raise MeasuredError(f"{name}: cannot import ({type(exc).__name__}: {exc})") from None
+    text = "\n".join(p.model_dump_json() for p in points)
+    return Run(parse_points_jsonl(text, name), meta.model_dump(mode="json"), name)
+
+
 def parse_upload(name: str, data: bytes) -> tuple[str, Any]:
     """Classify one uploaded file: ('points', DataFrame), ('metadata', dict) or ('run', Run)."""
     try:
@@ -161,8 +184,8 @@ def parse_upload(name: str, data: bytes) -> tuple[str, Any]:
         obj = json.loads(stripped)
     except json.JSONDecodeError as exc:
         raise MeasuredError(f"{name}: not valid JSON ({exc.msg} at line {exc.lineno})") from None
-    if isinstance(obj, dict) and "request_throughput" in obj:
-        return "run", from_vllm_bench(obj, name)
+    if isinstance(obj, dict) and ("request_throughput" in obj or "benchmarks" in obj):
+        return "run", import_report(name, data, obj)
     if isinstance(obj, dict) and ("validate_command" in obj or "engine_argv" in obj or "model_id" in obj):
         return "metadata", obj
     if isinstance(obj, dict) and "load" in obj:

@@ -90,7 +90,8 @@ def headline_metrics(s: Scenario, h: Headline, ttft_slo: float, itl_slo: float) 
     row[2].metric(f"For {num(h.target_rps, 1)} requests/s", gpus, border=True,
                   delta=(f"{h.replicas_for_target:,} × TP {s.tp}" + (f" · ${h.usd_per_hour_for_target:,.2f}/h"
                                                                       if h.usd_per_hour_for_target else ""))
-                  if h.replicas_for_target else "set a target load", delta_color="off", delta_arrow="off",
+                  if h.replicas_for_target else ("set a target load" if not h.target_rps else "objectives out of reach"),
+                  delta_color="off", delta_arrow="off",
                   help="replicas of TP GPUs, each loaded to its highest rate within the objectives (capacity.sizing.size)")
     row[3].metric("Ceiling (every KV slot busy)", f"{num(h.max_output_tokens_per_s)} tok/s", border=True,
                   delta=f"{num(h.max_requests_per_s, 2)} requests/s, latency ignored", delta_color="off", delta_arrow="off")
@@ -108,6 +109,26 @@ def headline_metrics(s: Scenario, h: Headline, ttft_slo: float, itl_slo: float) 
         st.info(note, icon=":material/info:")
 
 
+def what_fits(s: Scenario) -> None:
+    """Shown under a 'does not fit' error: max concurrent users for each TP × precision on this GPU."""
+    try:
+        df = cached.fit_options(s.model_dump_json())
+    except Exception:  # noqa: BLE001  a hint only: never let it break the page
+        return
+    if not (df.drop(columns=["weights"]) > 0).any().any():
+        st.info("Nothing fits on up to one scale-up domain of this GPU; choose a larger GPU.", icon=":material/info:")
+        return
+    st.markdown(f"**What fits on {gpu_name(s)}** — users of {s.isl + s.osl:,} tokens per replica "
+                "(0: does not fit). Set *GPUs* and *Tensor parallel* in the sidebar.")
+    st.dataframe(df, hide_index=True, column_config={
+        c: st.column_config.NumberColumn(c, format="%d") for c in df.columns if c.startswith("TP")})
+
+
+def gpu_name(s: Scenario) -> str:
+    g = gpu_catalog().get(s.gpu)
+    return g.name if g else "the custom GPU"
+
+
 # ---------- tabs ----------
 
 def charts_tab(s: Scenario, h: Headline, ttft_slo: float, itl_slo: float, target: float) -> None:
@@ -120,6 +141,8 @@ def charts_tab(s: Scenario, h: Headline, ttft_slo: float, itl_slo: float, target
     st.caption(f"Usable {usable / 1e9:,.1f} GB ({usable / 2**30:,.1f} GiB) per GPU. GB = 10⁹ bytes; vLLM's logs "
                "print GiB (2³⁰ bytes = 1.074 GB). Hover a segment for both.")
     curve = cached.load_curve(sj)
+    if h.price_usd_per_gpu_hour is None:
+        curve = curve.assign(usd_per_million_output_tokens=float("nan"), usd_per_million_total_tokens=float("nan"))
     st.subheader("Latency vs throughput as load grows",
                  help="closed-loop concurrency sweep: C users, each sending its next request when the last one ends")
     meas, _, _ = measured_points(s)
@@ -246,6 +269,14 @@ def measured_tab(s: Scenario, h: Headline, ttft_slo: float, itl_slo: float, targ
                 "prediction.", icon=":material/info:")
         return
     df = cached.predicted(points, s.model_dump_json())
+    cols = st.columns(4)
+    for col, (m, label) in zip(cols, (("requests_per_s", "requests/s"), ("output_tokens_per_s", "output tokens/s"),
+                                      ("ttft_s", "TTFT (median)"), ("itl_s", "ITL (median)"))):
+        err = df.get(f"err_{m}_pct")
+        value = f"{err.abs().median():.0f} %" if err is not None and err.notna().any() else "—"
+        col.metric(f"Typical error, {label}", value, border=True, help="median |predicted ÷ measured − 1| over the points",
+                   delta=f"{err.notna().sum()} points, bias {err.median():+.0f} %" if err is not None and err.notna().any()
+                   else None, delta_color="off", delta_arrow="off")
     st.vega_lite_chart(spec=charts.measured_vs_predicted(df), width="content")
     cols = ["origin", "source", "load", "isl", "osl", "requests_per_s", "pred_requests_per_s", "err_requests_per_s_pct",
             "output_tokens_per_s", "pred_output_tokens_per_s", "err_output_tokens_per_s_pct", "ttft_ms", "pred_ttft_ms",

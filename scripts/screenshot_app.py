@@ -80,7 +80,7 @@ def chromium_page(width: int = 1500, height: int = 1000):
 
 def wait_idle(page, timeout_ms: int = 30_000) -> None:
     """Until Streamlit has finished the rerun (no 'running' status widget) and charts have drawn."""
-    page.wait_for_selector('[data-testid="stMetric"]', timeout=timeout_ms)
+    page.wait_for_selector('[data-testid="stMetric"], [data-testid="stAlert"]', timeout=timeout_ms)
     page.wait_for_function(
         "() => !document.querySelector('[data-testid=\"stStatusWidget\"]')", timeout=timeout_ms)
     page.wait_for_timeout(600)

@@ -42,7 +42,11 @@ def test_vllm_bench_load_kinds(extra, load):
 
 def test_parse_upload_classifies_and_rejects():
     kind, obj = measured.parse_upload("b.json", BENCH.read_bytes())
-    assert kind == "run"
+    assert kind == "run"  # through validate.importers, the same reading as `validate import`
+    ours = measured.from_vllm_bench(json.loads(BENCH.read_bytes())).points.iloc[0]
+    theirs = obj.points.iloc[0]
+    for col in ("load", "requests_per_s", "output_tokens_per_s", "median_ttft_s", "median_itl_s", "isl", "osl"):
+        assert theirs[col] == pytest.approx(ours[col]) if col != "load" else theirs[col] == ours[col], col
     run_dir = FIXTURES / "measurements" / "h200-sxm" / "vllm-0.26.0" / "llama-3.1-8b-fp8-1024x128"
     assert measured.parse_upload("points.jsonl", (run_dir / "points.jsonl").read_bytes())[0] == "points"
     assert measured.parse_upload("metadata.json", (run_dir / "metadata.json").read_bytes())[0] == "metadata"

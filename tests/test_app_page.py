@@ -113,6 +113,9 @@ def test_price_defaults_from_the_gpu_spec_and_follows_the_gpu(empty_corpus):
     at.number_input(key="price").set_value(1.0)
     rerun(at)
     assert "$1.00/h" in at.metric[6].proto.delta  # 1 GPU for the target at $1/h
+    at.number_input(key="price").set_value(0.0)  # 0 = no price: no cost figures anywhere
+    rerun(at)
+    assert metrics(at)["$ per million output tokens"] == "—" and "$" not in at.metric[6].proto.delta
 
 
 def test_objectives_presets_and_target(empty_corpus):
