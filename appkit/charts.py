@@ -82,7 +82,7 @@ def _roofline() -> alt.LayerChart:
     below = marked.transform_filter("datum.mark == 'decode, KV-full'").mark_text(
         align="left", dx=10, dy=14, fontSize=12).encode(x=x, y=y, text="mark:N")
     right = marked.transform_filter("datum.mark != 'decode at objective' && datum.mark != 'decode, KV-full'").mark_text(
-        align="left", dx=12, dy=-8, fontSize=12).encode(x=x, y=y, text="mark:N")
+        align="left", dx=12, dy=12, fontSize=12).encode(x=x, y=y, text="mark:N")
     return alt.layer(roof, ridge, trail, dots, big, left, below, right).properties(height=360)
 
 
@@ -109,7 +109,7 @@ def _latency(title: str) -> alt.LayerChart:
 
 
 def _cost(title: str) -> alt.LayerChart:
-    x = alt.X("concurrency:Q", scale=alt.Scale(type="log"), title="concurrent users (all GPUs)")
+    x = alt.X("concurrency:Q", scale=alt.Scale(type="log", nice=False), title="concurrent users (all GPUs)")
     tips = [alt.Tooltip("concurrency:Q", title="concurrent users", format=",.0f"),
             alt.Tooltip("usd_per_million_output_tokens:Q", title="$ / M output tokens", format="$,.3f"),
             alt.Tooltip("usd_per_million_total_tokens:Q", title="$ / M total tokens", format="$,.4f"),

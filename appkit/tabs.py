@@ -203,7 +203,7 @@ def compare_tab(s: Scenario, h: Headline, ttft_slo: float, itl_slo: float, targe
                "max_concurrent_users": ("max concurrent users", ",.0f"),
                "gpus_for_target": (f"GPUs for {target:g} requests/s", ",.0f"),
                "max_output_tokens_per_s_per_gpu": ("ceiling output tokens/s per GPU", ",.0f")}
-    metric = c3.selectbox("Bar height", list(metrics), key="cmp_metric", persist_state="page", format_func=lambda m: metrics[m][0])
+    metric = c3.selectbox("Metric", list(metrics), key="cmp_metric", persist_state="page", format_func=lambda m: metrics[m][0])
     if not gpus or not precisions:
         st.info("Pick at least one GPU and one precision.")
         return
@@ -216,7 +216,7 @@ def compare_tab(s: Scenario, h: Headline, ttft_slo: float, itl_slo: float, targe
         st.caption("Does not fit: " + "; ".join(f"{r.gpu} {r.precision.upper()}" for r in misfit.itertuples()))
     show = df.assign(ttft_ms=df["ttft_s"] * 1e3, itl_ms=df["itl_s"] * 1e3).drop(columns=["ttft_s", "itl_s"])
     num_col = st.column_config.NumberColumn
-    st.dataframe(show, hide_index=True, width="stretch", column_order=[
+    st.dataframe(show, hide_index=True, width="stretch", height=min(35 * (len(show) + 1) + 3, 800), column_order=[
         "gpu_name", "precision", "weight_format", "fits", "max_concurrent_users", "rps_per_replica_at_objective",
         "output_tokens_per_s_per_gpu", "ttft_ms", "itl_ms", "usd_per_million_output_tokens", "gpus_for_target",
         "usd_per_hour_for_target", "max_output_tokens_per_s_per_gpu", "reason"], column_config={
