@@ -14,10 +14,11 @@ from capacity.engine import engine_profile
 from capacity.hardware import load_gpu
 from capacity.load import parse_load
 from capacity.plan import Plan, make_plan
-from capacity.workload import Extras, LoadResult, burst, closed_loop, open_loop
+from capacity.workload import Extras, LoadResult, Slots, burst, closed_loop, open_loop
 from capacity.cost import usd_per_million_tokens
 from capacity.bounds import bound_of_step, decode_compute_bound_batch
 from capacity.errors import WorkloadError
+from capacity.kv import attended_tokens_prefill
 
 
 class Scenario(BaseModel):
@@ -117,7 +118,7 @@ def _calibration(s: Scenario, weight_format: str) -> Calibration:
 def run_load(plan: Plan, cal: Calibration, s: Scenario, isl, osl, load_kind: str, value) -> LoadResult:
     extras = Extras(s.prefix_hit_rate, s.spec_acceptance, s.spec_draft_tokens, s.spec_draft_cost)
     budget = plan.profile.max_num_batched_tokens
-    cap = plan.max_running(isl, osl)
+    cap = Slots(plan.max_running(isl, osl), np.asarray(plan.max_concurrent(np.asarray(isl) + np.asarray(osl)), dtype=float))
     args = (plan.costs, cal.efficiency, budget, isl, osl)
     if load_kind == "sync":
         return closed_loop(*args, 1, cap, s.ideal, extras)
@@ -151,7 +152,8 @@ def estimate_with_calibration(s: Scenario, calibration: Calibration | None) -> E
     price = s.price_usd_per_gpu_hour or gpu.price_usd_per_gpu_hour
     fleet_price = price * s.num_gpus if price else None
     ctx = s.isl + s.osl / 2
-    prefill_bound = bound_of_step(plan.costs, 0, s.isl, s.isl * (1 - s.prefix_hit_rate), s.isl / 2)
+    prefill_keys = float(attended_tokens_prefill(model, s.isl * (1 - s.prefix_hit_rate), s.isl * s.prefix_hit_rate))
+    prefill_bound = bound_of_step(plan.costs, 0, s.isl, s.isl * (1 - s.prefix_hit_rate), prefill_keys)
     decode_bound = bound_of_step(plan.costs, max(f["running"], 1.0), ctx, 0, 0)
     notes = list(plan.notes)
     if bool(np.asarray(r.saturated)):

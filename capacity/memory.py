@@ -37,15 +37,19 @@ class MemoryPlan:
 def activation_peak_bytes(m: ModelArch, profile: EngineProfile, tp: int) -> float:
     """Peak transient memory of the profile run: max(forward of the token budget, sampler warm-up).
 
-    Forward, per token (bf16): the widest MLP intermediate (gate+up, activation: 3 × width) plus the
-    attention projections and a few residual copies of the hidden state; MoE layers hold k expert
-    intermediates per token. Sampler: max_num_seqs × vocab fp32 logits, `sampler_copies` times.
+    Forward, per token (bf16): the dense MLP intermediate (gate+up, activation: 3 × width) plus the
+    attention projections and a few residual copies of the hidden state; MoE layers hold fused-MoE
+    workspaces per routed token (k × (2·f_e + h) values, `moe_activation_factor` times). Sampler:
+    max_num_seqs × vocab fp32 logits, `sampler_copies` times. vLLM 0.26.0 on H200 printed 1.1, 1.29 and
+    2.68 GiB for Llama-3.1-8B, Qwen3-8B and Qwen3-30B-A3B: the sampler sets the peak for the dense
+    models, the MoE workspaces for the MoE.
     """
     tokens = min(profile.max_num_batched_tokens, 10**6)
-    width = m.intermediate_size
+    dense_width = m.intermediate_size if (m.moe is None or m.moe.num_dense_layers) else 0
+    per_token = (3 * dense_width / tp + 4 * m.hidden_size + (m.q_dim + 2 * m.num_kv_heads * m.head_dim) / tp) * 2
     if m.moe is not None:
-        width = max(width, m.moe.num_experts_per_token * m.moe.expert_intermediate_size)
-    per_token = (3 * width / tp + 4 * m.hidden_size + (m.q_dim + 2 * m.num_kv_heads * m.head_dim) / tp) * 2
+        routed = m.moe.num_experts_per_token * (2 * m.moe.expert_intermediate_size / tp + m.hidden_size) * 2
+        per_token += profile.moe_activation_factor * routed
     forward = profile.activation_bytes_per_token * tokens * per_token
     sampler = profile.sampler_copies * min(profile.max_num_seqs, tokens) * m.vocab_size * 4
     return max(forward, sampler)
@@ -65,13 +69,14 @@ def plan_memory(m: ModelArch, usable_bytes: float, weight_bytes: float, kv_bytes
                 profile: EngineProfile, tp: int = 1) -> MemoryPlan:
     budget = usable_bytes * profile.gpu_memory_utilization
     act = activation_peak_bytes(m, profile, tp)
-    kv_mem = budget - weight_bytes - act - profile.non_torch_bytes - profile.cuda_graph_bytes
+    graphs = profile.cuda_graph_bytes + (profile.moe_cuda_graph_bytes if m.moe is not None else 0.0)
+    kv_mem = budget - weight_bytes - act - profile.non_torch_bytes - graphs
     per_token_layer = kv_bytes_per_token_per_layer(m, kv_bytes, tp)
     groups, layers_per_group = kv_groups(m)
     page = per_token_layer * profile.block_size_tokens
     num_blocks = max(0, int(kv_mem // page // layers_per_group)) if kv_mem > 0 else 0
     tokens = num_blocks // groups * profile.block_size_tokens
-    return MemoryPlan(usable_bytes, budget, weight_bytes, act, profile.non_torch_bytes, profile.cuda_graph_bytes,
+    return MemoryPlan(usable_bytes, budget, weight_bytes, act, profile.non_torch_bytes, graphs,
                       max(kv_mem, 0.0), per_token_layer, num_blocks, tokens, groups, layers_per_group)
 
 

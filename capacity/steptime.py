@@ -145,7 +145,8 @@ def step_parts(c: StepCosts, eff: Efficiency, decode_seqs, decode_context, prefi
         comm = 2 * c.num_layers * compiled("allreduce_time_s")(eff.link_latency_s, c.tp, msg, c.link_bytes_per_s, eff.link)
     else:
         comm = np.zeros_like(tokens)
-    overhead = eff.step_overhead_s + eff.layer_overhead_s * c.num_layers + eff.sequence_overhead_s * (d + np.minimum(p, 1.0))
+    overhead = (eff.step_overhead_s + eff.layer_overhead_s * c.num_layers + eff.moe_layer_overhead_s * c.moe_layers
+                + eff.sequence_overhead_s * (d + np.minimum(p, 1.0)))
     if ideal:
         total_flops = lin_flops + exp_flops + attn_flops
         total_bytes = lin_bytes + exp_bytes + attn_bytes

@@ -1,10 +1,20 @@
 """Load predictions for a continuous-batching engine: sync, concurrency C, burst N, arrival rate R.
 
-Steady state of B running sequences, each living 1 prefill step + (O−1) decode steps. The engine
-admits λ requests per step, limited by the slots (λ ≤ B/O) and by the token budget per step
-(λ·(I+O−1) ≤ M). A step decodes d = λ(O−1) sequences; a share f of steps also carries a prefill
-chunk of q tokens. Mean step time t̄ = f·t(d, q) + (1−f)·t(d, 0); ITL = the steps a sequence sees;
-requests/s = λ ÷ t̄. TTFT = request overhead + wait for the running step + own prefill (+ queueing).
+Two regimes, both with the engine's token budget per step M (chunked prefill) and its slot limit:
+
+* **Waves.** Requests that arrive together with equal lengths move together: a burst of N, and a
+  closed loop of C clients with fixed lengths (each client resends when its request ends, so the
+  clients stay in step — the wave a benchmark with fixed lengths produces). A wave prefills N·I tokens
+  in k = ⌈N·I ÷ M⌉ chunk steps, then decodes O−1 steps at batch N. The request finishing prefill in
+  chunk j waits j chunk steps for its first token (mean TTFT (k+1)/2 chunk steps) and sits through
+  k−j chunk steps while decoding (mean ITL rises by (k−1)/2 chunk steps over O−1 gaps). When the KV
+  cache cannot hold every sequence at full length, the engine preempts the excess and recomputes it
+  after the others finish: a tail.
+* **Steady state.** Staggered arrivals (a rate R), or more requests than slots: B sequences running,
+  λ admitted per step (λ ≤ B/O slots, λ·(I+O−1) ≤ M budget), a share f of steps carrying a prefill
+  chunk q; mean step t̄ = f·t(d, q) + (1−f)·t(d, 0); requests/s = λ ÷ t̄. Below capacity the running
+  count solves Little's law B = R × e2e(B) and queueing adds ρ/(1−ρ)·t̄/2.
+
 All functions broadcast over numpy arrays.
 """
 
@@ -31,6 +41,14 @@ class Extras:
 
 
 @dataclass(frozen=True)
+class Slots:
+    """How many sequences one replica runs: in steady state (mean context I + O/2) and at full length."""
+
+    running: np.ndarray
+    full_length: np.ndarray
+
+
+@dataclass(frozen=True)
 class LoadResult:
     ttft_s: np.ndarray
     itl_s: np.ndarray
@@ -52,15 +70,56 @@ def _spec(extras: Extras) -> tuple[float, float]:
     return float(compiled("spec_tokens_per_step")(a, extras.spec_draft_tokens)), float(extras.spec_draft_tokens)
 
 
-def steady_state(c: StepCosts, eff: Efficiency, budget: float, isl, osl, running, ideal: bool,
-                 extras: Extras = Extras()) -> dict[str, np.ndarray]:
-    """Continuous batching with `running` sequence slots kept full."""
+def _decode_step(c, eff, d, ctx, ideal, extras: Extras, prefill=0.0, keys=0.0):
+    """A step decoding d sequences (with speculative verification and drafts) plus `prefill` tokens."""
+    _, extra_q = _spec(extras)
+    spec_q = d * extra_q
+    t = step_time_s(c, eff, d, ctx, prefill + spec_q, np.where(prefill > 0, keys, ctx), ideal)
+    if extra_q:
+        t = t + extras.spec_draft_cost * extra_q * step_time_s(c, eff, d, ctx, 0, 0, ideal)
+    return t
+
+
+def _lengths(isl, osl, extras: Extras):
     I = np.asarray(isl, dtype=float)
     O = np.maximum(np.asarray(osl, dtype=float), 1.0)
+    I_new = np.maximum(I * (1 - extras.prefix_hit_rate), 1.0)
+    return I, O, I_new
+
+
+def wave(c: StepCosts, eff: Efficiency, budget: float, isl, osl, n, full_length, ideal: bool,
+         extras: Extras = Extras()) -> dict[str, np.ndarray]:
+    """N equal requests arriving together (N within the engine's slots)."""
+    I, O, I_new = _lengths(isl, osl, extras)
+    N = np.maximum(np.asarray(n, dtype=float), 1.0)
+    tau, _ = _spec(extras)
+    keys = attended_tokens_prefill(c.arch, I_new, I * extras.prefix_hit_rate)
+    k = np.maximum(np.ceil(N * I_new / budget), 1.0)
+    chunk = N * I_new / k
+    t_c = _decode_step(c, eff, N * (k - 1) / (2 * k), I, ideal, extras, chunk, keys)
+    t_d = _decode_step(c, eff, N, I + O / 2, ideal, extras)
+    decode_steps = (O - 1) / tau
+    # preemption: sequences beyond what fits at full length are evicted near the end and recomputed
+    fit = np.minimum(np.maximum(np.asarray(full_length, dtype=float), 1.0), N)
+    evicted = N - fit
+    done_tokens = np.clip(fit * (I + O) / N - I, 0.0, O)  # outputs generated when the cache fills
+    tail_steps = np.where(evicted > 0, (O - done_tokens) / tau, 0.0)
+    recompute = np.where(evicted > 0, step_time_s(c, eff, 0, I, np.minimum(evicted * (I + done_tokens), budget),
+                                                  keys, ideal) * np.ceil(evicted * (I + done_tokens) / budget), 0.0)
+    tail = tail_steps * _decode_step(c, eff, np.maximum(evicted, 1.0), I + O, ideal, extras) + recompute
+    duration = k * t_c + decode_steps * t_d + tail
+    ttft = eff.request_overhead_s + (k + 1) / 2 * t_c
+    gaps = np.maximum(O - 1, 1.0)
+    itl = (decode_steps * t_d + np.minimum((k - 1) / 2, decode_steps) * (t_c - t_d) + tail * evicted / N) / gaps
+    return {"ttft": ttft, "itl": itl, "duration": duration, "t_dec": t_d, "t_mix": t_c, "running": N, "O": O, "I": I}
+
+
+def steady_state(c: StepCosts, eff: Efficiency, budget: float, isl, osl, running, ideal: bool,
+                 extras: Extras = Extras()) -> dict[str, np.ndarray]:
+    """Continuous batching with `running` sequence slots kept full by staggered arrivals."""
+    I, O, I_new = _lengths(isl, osl, extras)
     B = np.maximum(np.asarray(running, dtype=float), 1.0)
-    hit = extras.prefix_hit_rate
-    I_new = np.maximum(I * (1 - hit), 1.0)
-    keys = attended_tokens_prefill(c.arch, I_new, I * hit)
+    keys = attended_tokens_prefill(c.arch, I_new, I * extras.prefix_hit_rate)
     tau, extra_q = _spec(extras)
     steps_per_request = 1 + (O - 1) / tau
     lam = np.minimum(B / steps_per_request, budget / (I_new + (O - 1) / tau * (1 + extra_q)))
@@ -69,10 +128,8 @@ def steady_state(c: StepCosts, eff: Efficiency, budget: float, isl, osl, running
     room = np.maximum(budget - d * (1 + extra_q), 1.0)
     q = np.minimum(np.maximum(I_new, lam * I_new), room)
     f = np.minimum(1.0, lam * I_new / q)
-    spec_q = d * extra_q
-    draft = extras.spec_draft_cost * extra_q
-    t_dec = step_time_s(c, eff, d, ctx, spec_q, ctx, ideal) + draft * step_time_s(c, eff, d, ctx, 0, 0, ideal)
-    t_mix = step_time_s(c, eff, d, ctx, q + spec_q, keys, ideal) + draft * step_time_s(c, eff, d, ctx, 0, 0, ideal)
+    t_dec = _decode_step(c, eff, d, ctx, ideal, extras)
+    t_mix = _decode_step(c, eff, d, ctx, ideal, extras, q, keys)
     t_bar = f * t_mix + (1 - f) * t_dec
     others = (B - 1) / B
     itl = (others * f * t_mix + (1 - others * f) * t_dec) / tau
@@ -91,45 +148,59 @@ def _result(s: dict[str, np.ndarray], ttft, rps, saturated) -> LoadResult:
                       np.asarray(saturated))
 
 
-def closed_loop(c, eff, budget, isl, osl, users, max_running, ideal, extras=Extras()) -> LoadResult:
-    """`users` clients, each sending its next request when the last one ends (concurrency C; sync is C=1)."""
+def _pick(mask, a: dict, b: dict) -> dict:
+    return {k: np.where(mask, a[k], b[k]) for k in a if k in b}
+
+
+def closed_loop(c, eff, budget, isl, osl, users, slots: Slots, ideal, extras=Extras()) -> LoadResult:
+    """`users` clients with fixed lengths, each resending when its request ends (sync is 1 user).
+    Within the engine's slots they move in waves; beyond them the excess queues in the engine."""
     U = np.asarray(users, dtype=float)
-    B = np.minimum(U, max_running)
+    B = np.minimum(U, slots.running)
+    w = wave(c, eff, budget, isl, osl, B, slots.full_length, ideal, extras)
+    e2e_w = w["ttft"] + (w["O"] - 1) * w["itl"]
+    w["rps"] = B / e2e_w
     s = steady_state(c, eff, budget, isl, osl, B, ideal, extras)
-    e2e_running = s["ttft"] + (s["O"] - 1) * s["itl"]
-    rps = np.minimum(s["rps"], U / e2e_running)
-    queue = np.maximum(U / rps - e2e_running, 0.0)
-    return _result(s, s["ttft"] + queue, rps, U > s["running"] + 0.5)
+    e2e_s = s["ttft"] + (s["O"] - 1) * s["itl"]
+    s["rps"] = np.minimum(s["rps"], B / e2e_s)
+    in_waves = U <= slots.running
+    m = _pick(in_waves, w, s)
+    queue = np.maximum(U / m["rps"] - (m["ttft"] + (m["O"] - 1) * m["itl"]), 0.0)
+    return _result(m, m["ttft"] + queue, m["rps"], ~in_waves)
 
 
-def burst(c, eff, budget, isl, osl, num_requests, max_running, ideal, extras=Extras()) -> LoadResult:
+def burst(c, eff, budget, isl, osl, num_requests, slots: Slots, ideal, extras=Extras()) -> LoadResult:
     """N requests submitted at once; throughput = N ÷ time until the last one ends."""
     N = np.asarray(num_requests, dtype=float)
-    B = np.minimum(N, max_running)
+    B = np.minimum(N, slots.running)
+    w = wave(c, eff, budget, isl, osl, B, slots.full_length, ideal, extras)
+    w["rps"] = N / (w["duration"] + eff.request_overhead_s)
     s = steady_state(c, eff, budget, isl, osl, B, ideal, extras)
     I_new = np.maximum(s["I"] * (1 - extras.prefix_hit_rate), 1.0)
     wave_prefill_steps = np.ceil(B * I_new / budget)
     total_steps = np.maximum(N / s["lam"], wave_prefill_steps + s["O"] - 1)
-    duration = total_steps * s["t_bar"]
-    rps = N / duration
+    rps_s = N / (total_steps * s["t_bar"])
     slot_wait = np.maximum(N - B, 0.0) ** 2 / (2 * N) / s["rps"]
     ramp = (wave_prefill_steps - 1) / 2 * s["t_mix"]
-    ttft = s["ttft"] + ramp + slot_wait
-    return _result(s, ttft, rps, N > B)
+    s["ttft"] = s["ttft"] + ramp + slot_wait
+    s["rps"] = rps_s
+    one_wave = N <= slots.running
+    m = _pick(one_wave, w, s)
+    return _result(m, m["ttft"], m["rps"], ~one_wave)
 
 
-def open_loop(c, eff, budget, isl, osl, rate, max_running, ideal, extras=Extras(),
+def open_loop(c, eff, budget, isl, osl, rate, slots: Slots, ideal, extras=Extras(),
               num_requests=None, iterations: int = 12) -> LoadResult:
     """Requests arrive at `rate` per second. Below capacity, the running count solves B = R × e2e(B)
     (Little's law); queueing adds ρ/(1−ρ)·t̄/2. At or above capacity the queue grows for the whole test."""
     R = np.asarray(rate, dtype=float)
-    cap = steady_state(c, eff, budget, isl, osl, max_running, ideal, extras)
+    cap = steady_state(c, eff, budget, isl, osl, slots.running, ideal, extras)
     rps_max = cap["rps"]
     B = np.ones_like(R * rps_max)
     for _ in range(iterations):
         s = steady_state(c, eff, budget, isl, osl, B, ideal, extras)
         e2e = s["ttft"] + (s["O"] - 1) * s["itl"]
-        B = np.clip(R * e2e, 1.0, max_running)
+        B = np.clip(R * e2e, 1.0, slots.running)
     s = steady_state(c, eff, budget, isl, osl, B, ideal, extras)
     rho = np.minimum(R / rps_max, 0.999)
     wait = compiled("queue_wait_s")(rho, s["t_bar"])
