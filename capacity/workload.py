@@ -177,12 +177,23 @@ def burst(c, eff, budget, isl, osl, num_requests, slots: Slots, ideal, extras=Ex
     w["rps"] = N / (w["duration"] + eff.request_overhead_s)
     s = steady_state(c, eff, budget, isl, osl, B, ideal, extras)
     I_new = np.maximum(s["I"] * (1 - extras.prefix_hit_rate), 1.0)
-    wave_prefill_steps = np.ceil(B * I_new / budget)
-    total_steps = np.maximum(N / s["lam"], wave_prefill_steps + s["O"] - 1)
-    rps_s = N / (total_steps * s["t_bar"])
-    slot_wait = np.maximum(N - B, 0.0) ** 2 / (2 * N) / s["rps"]
-    ramp = (wave_prefill_steps - 1) / 2 * s["t_mix"]
-    s["ttft"] = s["ttft"] + ramp + slot_wait
+    budget_bound = budget / (I_new + s["O"] - 1) < B / s["O"]
+    # N/λ steps of mixed prefill+decode admit every request, then O−1 drain steps of decode only while
+    # the last admitted finish (mean batch d/2); a request spends a share φ of its gaps in the drain
+    tau, _ = _spec(extras)
+    d = s["lam"] * (s["O"] - 1) / tau
+    t_drain = _decode_step(c, eff, np.maximum(d / 2, 1.0), s["I"] + s["O"] / 2, ideal, extras)
+    admit_steps = N / s["lam"]
+    phi = np.minimum(1.0, (s["O"] - 1) / (2 * admit_steps))
+    rps_s = N / (admit_steps * s["t_bar"] + (s["O"] - 1) / tau * t_drain)
+    s["itl"] = (1 - phi) * s["itl"] + phi * t_drain / tau
+    # admission: with the token budget binding, requests enter at the steady pace λ per step, so the
+    # mean request waits N/(2λ) steps; with the slots binding, the first B enter at the prefill pace
+    # and the rest as slots free up
+    first = B * I_new / budget
+    slot_steps = (B * first / 2 + (N - B) * (first + (N - B) / (2 * s["lam"]))) / N
+    wait_steps = np.where(budget_bound, N / (2 * s["lam"]), slot_steps)
+    s["ttft"] = s["ttft"] + wait_steps * s["t_bar"]
     s["rps"] = rps_s
     one_wave = N <= slots.running
     m = _pick(one_wave, w, s)
@@ -210,4 +221,7 @@ def open_loop(c, eff, budget, isl, osl, rate, slots: Slots, ideal, extras=Extras
     served = np.where(over, rps_max, R)
     s_used = {k: np.where(over, cap[k], v) if k in ("itl", "t_dec", "t_mix", "running") else v for k, v in s.items()}
     ttft = np.where(over, cap["ttft"], s["ttft"] + wait) + backlog
+    if num_requests is not None:  # a finite test: completed ÷ (last end − first start) includes the drain
+        e2e = ttft + (s_used["O"] - 1) * s_used["itl"]
+        served = n / (n / served + e2e)
     return _result(s_used, ttft, served, over)

@@ -32,6 +32,7 @@ BOUNDS = {
     "moe_matmul": (0.05, 1.0),
     "step_overhead_s": (0.0, 0.02),
     "layer_overhead_s": (0.0, 3e-4),
+    "moe_layer_overhead_s": (0.0, 3e-4),
     "sequence_overhead_s": (0.0, 2e-4),
     "request_overhead_s": (0.0, 0.1),
 }
@@ -81,10 +82,10 @@ def log_errors(data: list[Sample], eff: Efficiency) -> np.ndarray:
 
 
 def free_parameters(data: list[Sample]) -> list[str]:
-    names = [n for n in BOUNDS if n != "moe_matmul"]
+    names = [n for n in BOUNDS if n not in ("moe_matmul", "moe_layer_overhead_s")]
     if any("A3B" in d.scenario.model or "A22B" in d.scenario.model or "gpt-oss" in d.scenario.model
            or "DeepSeek" in d.scenario.model or "Mixtral" in d.scenario.model for d in data):
-        names.append("moe_matmul")
+        names += ["moe_matmul", "moe_layer_overhead_s"]
     return names
 
 

@@ -83,10 +83,22 @@ def load_run(path: str | Path) -> MeasuredRun:
     if not scenario["model"] or not scenario["gpu"]:
         raise ValidateError(f"{path}: cannot tell the model and GPU (metadata.json needs model_id and gpu_id, "
                             "or put a scenario.json beside it)")
+    points = [p for p in folder.points() if p.load not in excluded_loads(Path(path))]
     facts_file = Path(path) / "facts.json" if (Path(path) / "facts.json").exists() else Path(path).parent / "facts.json"
     facts = json.loads(facts_file.read_text()) if facts_file.exists() else (
         meta.engine_facts.model_dump() if meta and meta.engine_facts else {})
-    return MeasuredRun(Path(path), scenario, folder.points(), facts)
+    return MeasuredRun(Path(path), scenario, points, facts)
+
+
+def excluded_loads(path: Path) -> set[str]:
+    """Loads of this run listed in an `excluded.json` up to three folders above it (with a reason each)."""
+    path = path.resolve()
+    for parent in list(path.parents)[:3]:
+        f = parent / "excluded.json"
+        if f.exists():
+            rel = str(path.relative_to(parent))
+            return {p["load"] for p in json.loads(f.read_text()).get("points", []) if p.get("run") == rel}
+    return set()
 
 
 def point_scenario(run: MeasuredRun, p: PointResult, **overrides) -> Scenario:
