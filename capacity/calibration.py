@@ -55,6 +55,11 @@ class Calibration(BaseModel):
     source: str = ""
     created: str = ""
     notes: str = ""
+    extrapolated: str = Field("", description="set when applied beyond the GPU/precision it was fitted on")
+
+    @property
+    def label(self) -> str:
+        return f"{self.engine}/{self.gpu}/{self.precision}"
 
 
 IDEAL = Calibration(
@@ -88,10 +93,21 @@ def shipped_calibrations() -> dict[tuple[str, str, str], Calibration]:
     return out
 
 
+CALIBRATED_GPU = "h200-sxm"  # the only GPU measured so far
+NEAREST_PRECISION = {"bf16": "bf16", "fp8": "fp8", "nvfp4": "fp8", "mxfp4": "fp8", "int4": "bf16"}
+
+
 def find_calibration(engine: str, gpu: str, precision: str) -> Calibration:
-    """The shipped calibration for (engine, gpu, precision), else the same engine and GPU in bf16, else defaults."""
+    """The shipped calibration for (engine, gpu, precision). Failing that, the same engine's calibration
+    from the measured GPU at the nearest precision, marked as an extrapolation (its factors are shares
+    of each GPU's own peaks, its overheads mostly CPU-side); else the literature defaults."""
     cals = shipped_calibrations()
-    for key in ((engine, gpu, precision), (engine, gpu, "any"), (engine, gpu, "bf16"), ("default", "any", "any")):
-        if key in cals:
-            return cals[key]
-    return Calibration()
+    if (engine, gpu, precision) in cals:
+        return cals[(engine, gpu, precision)]
+    near = NEAREST_PRECISION.get(precision, "bf16")
+    for g in (gpu, CALIBRATED_GPU):
+        if (engine, g, near) in cals:
+            c = cals[(engine, g, near)]
+            return c.model_copy(update={"extrapolated": f"{engine} calibration measured on {g} in {near}, "
+                                                        f"applied to {gpu} {precision}: an extrapolation"})
+    return cals.get(("default", "any", "any"), Calibration())

@@ -94,7 +94,8 @@ class Estimate(BaseModel):
     usd_per_million_input_tokens: float | None
     usd_per_million_output_tokens: float | None
     usd_per_million_total_tokens: float | None
-    calibration: str
+    calibration: str = Field(description="engine/gpu/precision of the calibration used")
+    calibration_source: str = ""
     intervals: dict[str, tuple[float, float]] = Field(default_factory=dict)
     notes: list[str] = Field(default_factory=list)
 
@@ -156,6 +157,10 @@ def estimate_with_calibration(s: Scenario, calibration: Calibration | None) -> E
     prefill_bound = bound_of_step(plan.costs, 0, s.isl, s.isl * (1 - s.prefix_hit_rate), prefill_keys)
     decode_bound = bound_of_step(plan.costs, max(f["running"], 1.0), ctx, 0, 0)
     notes = list(plan.notes)
+    if cal.extrapolated:
+        notes.append(cal.extrapolated)
+    elif cal.engine == "default":
+        notes.append("no measured calibration for this engine/GPU: literature default factors")
     if bool(np.asarray(r.saturated)):
         notes.append("load exceeds what one replica runs at once: requests queue and TTFT grows with the queue")
     intervals = {k: (f[k] * math.exp(v.log_ratio_q05), f[k] * math.exp(v.log_ratio_q95))
@@ -178,5 +183,5 @@ def estimate_with_calibration(s: Scenario, calibration: Calibration | None) -> E
         usd_per_million_input_tokens=usd_per_million_tokens(fleet_price, rps * s.isl),
         usd_per_million_output_tokens=usd_per_million_tokens(fleet_price, out_tps),
         usd_per_million_total_tokens=usd_per_million_tokens(fleet_price, tot_tps),
-        calibration=cal.source or f"{cal.engine}/{cal.gpu}/{cal.precision}", intervals=intervals, notes=notes,
+        calibration=cal.label, calibration_source=cal.source, intervals=intervals, notes=notes,
     )
