@@ -18,6 +18,7 @@ import pandas as pd
 from capacity import Scenario, estimate
 from capacity.errors import CapacityError
 from capacity.hardware import gpu_catalog
+from validate.compare import excluded_loads
 
 METRICS = ("requests_per_s", "output_tokens_per_s", "total_tokens_per_s", "mean_ttft_s", "median_ttft_s",
            "p90_ttft_s", "p99_ttft_s", "mean_itl_s", "median_itl_s", "p90_itl_s", "p99_itl_s", "mean_e2e_latency_s")
@@ -219,13 +220,25 @@ def load_corpus(root: Path) -> tuple[list[Run], list[str]]:
         return runs, errors
     for path in sorted(root.rglob("points.jsonl")):
         rel = path.relative_to(root)
+        if "warmup" in rel.parts:  # unrecorded warm-up bursts of a campaign
+            continue
         try:
             df = parse_points_jsonl(path.read_text(), str(rel))
             meta_path = path.with_name("metadata.json")
             meta = json.loads(meta_path.read_text()) if meta_path.is_file() else {}
+            # a campaign names the real configuration in scenario.json beside the shape folders
+            side = path.parent.parent / "scenario.json"
+            if side.is_file():
+                sc = json.loads(side.read_text())
+                meta = {**meta, "model_id": sc.get("model") or meta.get("model_id"),
+                        "gpu_id": sc.get("gpu") or meta.get("gpu_id"), "precision": sc.get("precision"),
+                        "kv_precision": sc.get("kv_precision"), "engine_argv": sc.get("engine_argv") or []}
         except (MeasuredError, OSError, json.JSONDecodeError) as exc:
             errors.append(f"{rel}: {exc}")
             continue
+        excluded = excluded_loads(path.parent)  # validate.compare: the same rule compare/calibrate apply
+        if excluded and "load" in df:
+            df = df[~df["load"].isin(excluded)]
         runs.append(Run(df, meta, str(rel.parent)))
     return runs, errors
 
