@@ -257,7 +257,11 @@ def test_measured_overlay_and_explorer_with_fixture_corpus(fixture_corpus):
     open_tab(at, "Measured vs predicted")
     table = at.dataframe[0].value
     assert len(table) == 6 and set(table["origin"]) == {"project"}  # the BF16 fixture run matches the default
-    assert (table["err_requests_per_s_pct"].abs() < 20).all()  # the fixture is the prediction ±12 %
+    # each row's error is its own prediction against its measurement (the synthetic fixture's distance
+    # from the model changes whenever the model does, so only the arithmetic is pinned here)
+    expected = (table["pred_requests_per_s"] / table["requests_per_s"] - 1) * 100
+    assert ((table["err_requests_per_s_pct"] - expected).abs() < 0.01).all()
+    assert table["pred_requests_per_s"].gt(0).all()
     at.sidebar.file_uploader[0].set_value(
         ("bench.json", (FIXTURES / "vllm-bench-serve-llama8b-c16.json").read_bytes(), "application/json"))
     rerun(at)
