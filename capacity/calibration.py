@@ -30,6 +30,8 @@ class Efficiency(BaseModel):
     step_overhead_s: float = Field(1.0e-3, ge=0, description="fixed cost per engine step (scheduling, sampling, launch)")
     layer_overhead_s: float = Field(1.5e-5, ge=0, description="fixed cost per layer per step (kernel ramp/tail)")
     moe_layer_overhead_s: float = Field(1.5e-5, ge=0, description="extra fixed cost per MoE layer (router, top-k, align, grouped GEMMs)")
+    eager_layer_overhead_s: float = Field(3e-5, ge=0, description="extra cost per layer when a step has more tokens "
+                                                                  "than the largest CUDA graph (kernels launched one by one)")
     sequence_overhead_s: float = Field(5e-6, ge=0, description="CPU cost per running sequence per step")
     request_overhead_s: float = Field(5e-3, ge=0, description="added to TTFT: HTTP, input processing, first detokenize")
 
@@ -65,7 +67,7 @@ class Calibration(BaseModel):
 IDEAL = Calibration(
     engine="ideal",
     efficiency=Efficiency(weight_bandwidth=1, kv_bandwidth=1, matmul=1, moe_matmul=1, attention_matmul=1, link=1,
-                          link_latency_s=0, step_overhead_s=0, layer_overhead_s=0, moe_layer_overhead_s=0, sequence_overhead_s=0,
+                          link_latency_s=0, step_overhead_s=0, layer_overhead_s=0, moe_layer_overhead_s=0, eager_layer_overhead_s=0, sequence_overhead_s=0,
                           request_overhead_s=0),
     notes="pure roofline: every efficiency 1, every overhead 0",
 )

@@ -26,6 +26,7 @@ class EngineProfile(BaseModel):
     sampler_copies: float = Field(ge=0, description="fp32 logits-sized buffers alive in the sampler warm-up")
     moe_activation_factor: float = Field(ge=0, description="fused-MoE workspaces per routed token, in units of (2·f_e + h) bf16 values")
     moe_cuda_graph_bytes: float = Field(0.0, ge=0, description="CUDA-graph estimate subtracted from the KV budget for MoE models")
+    max_cudagraph_tokens: int = Field(512, ge=0, description="steps with more tokens run without CUDA graphs")
 
 
 VLLM = EngineProfile(
@@ -55,6 +56,7 @@ IDEAL = EngineProfile(
     activation_bytes_per_token=0.0,
     sampler_copies=0.0,
     moe_activation_factor=0.0,
+    max_cudagraph_tokens=0,
 )
 
 PROFILES = {"vllm": VLLM, "ideal": IDEAL}

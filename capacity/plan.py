@@ -90,7 +90,7 @@ def make_plan(m: ModelArch, gpu: Gpu, precision: str, kv_precision: str, profile
             f"{max(mem.kv_cache_bytes, 0) / GB:.2f} GB of the {mem.budget_bytes / GB:.1f} GB budget for KV cache, "
             f"{mem.kv_capacity_tokens:,} tokens; one request of {need_ctx:,} tokens needs more. "
             f"Try more GPUs (tp), a lower precision, fp8 KV cache or shorter sequences")
-    costs: StepCosts = build_costs(m, w, gpu, cp, kv_b, tp, ep)
+    costs: StepCosts = build_costs(m, w, gpu, cp, kv_b, tp, ep, profile.max_cudagraph_tokens or float("inf"))
     return Plan(m, gpu, profile, fmt, cp, kv_b, tp, ep, num_gpus // tp, w, mem, costs,
                 count_params(m).total, active_params_per_token(m), kv_bytes_per_token(m, kv_b, 1),
                 tuple(notes))

@@ -7,7 +7,8 @@ attending s keys on average, summed over layers). Per GPU, with tensor parallel 
   experts:   FLOPs 2·k·N_expert·T·L_moe, bytes E_touched(T)·W_expert·L_moe
   attention: decode reads the KV of every sequence; prefill does 4·n_h·d_h·p·s FLOPs
   comms:     2 all-reduces per layer of T·h·2 bytes when t > 1
-  overhead:  step + per-layer + per-sequence constants
+  overhead:  step + per-layer + per-sequence constants, and per-layer launch costs for steps larger
+             than the engine's largest CUDA graph
 
 Each operator takes max(FLOPs ÷ achieved FLOP/s, bytes ÷ achieved bandwidth); operators run one
 after another, so their times add. With `ideal`, the step is the whole-step roofline
@@ -53,10 +54,11 @@ class StepCosts:
     link_bytes_per_s: float
     hidden_size: int
     num_layers: int
+    max_cudagraph_tokens: float = float("inf")
 
 
 def build_costs(m: ModelArch, w: WeightBytes, gpu: Gpu, compute_precision: str, kv_bytes: float,
-                tp: int = 1, ep: int = 1) -> StepCosts:
+                tp: int = 1, ep: int = 1, max_cudagraph_tokens: float = float("inf")) -> StepCosts:
     p = count_params(m)
     head = p.lm_head if p.lm_head else p.embedding
     dense = (p.attention + p.dense_mlp + p.shared_experts + p.router) / tp
@@ -87,6 +89,7 @@ def build_costs(m: ModelArch, w: WeightBytes, gpu: Gpu, compute_precision: str, 
         link_bytes_per_s=gpu.interconnect_bytes_per_s_per_direction,
         hidden_size=m.hidden_size,
         num_layers=m.num_layers,
+        max_cudagraph_tokens=max_cudagraph_tokens,
     )
 
 
@@ -146,7 +149,8 @@ def step_parts(c: StepCosts, eff: Efficiency, decode_seqs, decode_context, prefi
     else:
         comm = np.zeros_like(tokens)
     overhead = (eff.step_overhead_s + eff.layer_overhead_s * c.num_layers + eff.moe_layer_overhead_s * c.moe_layers
-                + eff.sequence_overhead_s * (d + np.minimum(p, 1.0)))
+                + eff.sequence_overhead_s * (d + np.minimum(p, 1.0))
+                + eff.eager_layer_overhead_s * c.num_layers * (tokens > c.max_cudagraph_tokens))
     if ideal:
         total_flops = lin_flops + exp_flops + attn_flops
         total_bytes = lin_bytes + exp_bytes + attn_bytes
