@@ -28,5 +28,9 @@ SITE=$("$VENV/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["pur
 mkdir -p "$SITE/vllm-0.32.0+cpu.dist-info"
 printf 'Metadata-Version: 2.1\nName: vllm\nVersion: 0.32.0+cpu\n' > "$SITE/vllm-0.32.0+cpu.dist-info/METADATA"
 
+# 4. accelerate: `transformers serve` (the Transformers baseline engine) places models with a
+#    device_map, which needs it. Pure Python; it reuses the torch installed above.
+"$VENV/bin/pip" install -q --compile $PIP_FLAGS accelerate
+
 "$VENV/bin/python" -c 'import vllm, importlib.metadata as m; print("vllm", m.version("vllm"))'
 echo "install: $(( $(date +%s) - t0 )) s, size: $(du -sh "$VENV" | cut -f1)"

@@ -1,8 +1,8 @@
 """The load generator's HTTP side: one streaming /v1/completions request -> one RequestRecord.
 
 httpx over HTTP/1.1, one keep-alive connection per request in flight, no cap. Server-sent events
-are parsed from raw bytes; each ``data:`` chunk that carries generated text (or token ids) is a token chunk, stamped with
-time.perf_counter() when its line arrives. TTFT = first token chunk - request start. Output
+are parsed from raw bytes; each ``data:`` chunk that carries generated text (or token ids) is a
+token chunk, stamped with time.perf_counter() when its bytes arrive. TTFT = first token chunk - request start. Output
 tokens come from ``usage``. A chunk may carry several tokens (an engine that batches its stream):
 its gap is split evenly over its tokens (from ``token_ids`` when sent, otherwise the tokens that
 ``usage`` reports beyond the chunk count are spread evenly over the chunks), so there is one
@@ -168,9 +168,11 @@ class Client:
                     text = (await response.aread()).decode(errors="replace")
                     state.error = f"HTTP {response.status_code}: {' '.join(text.split())[:300]}"
                 else:
+                    # Read to the end of the body even after [DONE]: a fully read response lets the
+                    # connection be reused; breaking early would close it (a new TCP connection each time).
                     async for data in response.aiter_raw():
                         state.feed(data, time.perf_counter())
-                        if state.done or state.error:
+                        if state.error:
                             break
                     if not state.complete and state.error is None:
                         state.error = f"stream cut short after {len(state.chunk_times)} token chunks"
@@ -189,11 +191,12 @@ class Client:
         output_tokens = int(usage.get("completion_tokens") or sum(state.chunk_tokens))
         input_tokens = int(usage.get("prompt_tokens") or len(spec.prompt_ids))
         ok = state.error is None
+        gaps = token_gaps_s(state.chunk_times, state.chunk_tokens, output_tokens) if ok else []
         return RequestRecord(
             load=load, index=spec.index, start_s=start - t0, end_s=end - t0,
             ttft_s=state.chunk_times[0] - start if ok and state.chunk_times else None,
             e2e_latency_s=end - start if ok else None,
-            itls_s=[round(g, 7) for g in token_gaps_s(state.chunk_times, state.chunk_tokens, output_tokens)] if ok else [],
+            itls_s=[round(g, 7) for g in gaps] if ok else [],
             num_chunks=len(state.chunk_times), input_tokens=input_tokens if ok else 0,
             output_tokens=output_tokens if ok else 0, requested_input_tokens=len(spec.prompt_ids),
             requested_output_tokens=spec.output_tokens, error=state.error)

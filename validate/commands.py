@@ -52,8 +52,11 @@ def _metadata(args: argparse.Namespace, workload: Workload, options: LoadOptions
 
 
 def _finish(results: ResultsDir, points: list) -> int:
-    Console().print(summary_table(points))
-    Console(stderr=True).print(f"points: {results.path / 'points.jsonl'}")
+    console = Console()
+    if not console.is_terminal:
+        console = Console(width=160)  # keep the table readable in logs and pipes
+    console.print(summary_table(points))
+    Console(stderr=True, soft_wrap=True).print(f"points: {results.path / 'points.jsonl'}")
     return 0
 
 
@@ -63,7 +66,8 @@ def run(args: argparse.Namespace) -> int:
     model = prepare_model_dir(args.model, results.path / "model")
     workload = _workload(args, model)
     config = EngineConfig(
-        model_dir=str(Path(model.path).resolve()), served_model_name=args.served_model_name or Path(model.path).name,
+        model_dir=str(Path(model.path).resolve()),
+        served_model_name=args.served_model_name or model.model_id.split("/")[-1],
         dtype=args.dtype, quantization=args.quantization, kv_cache_dtype=args.kv_cache_dtype,
         tensor_parallel_size=args.tp, max_model_len=args.max_model_len,
         gpu_memory_utilization=args.gpu_memory_utilization, max_num_seqs=args.max_num_seqs,
@@ -86,12 +90,13 @@ def run(args: argparse.Namespace) -> int:
                                startup_timeout_s=args.startup_timeout_s)
         with engine:
             facts = engines.parse_facts(args.engine, engine.log_text())
+            facts.version = facts.version or engines.installed_version(command)
             metadata = metadata.model_copy(update={"engine_facts": facts, "engine_version": facts.version,
                                                    "engine_ready_after_s": engine.ready_after_s})
             results.write_metadata(metadata)
             reporter.message(f"{args.engine} {facts.version or ''} ready after {engine.ready_after_s:.0f} s")
             target = Target(base_url=config.base_url, model=command.served_model_name, dialect=dialect,
-                            request_timeout_s=args.request_timeout_s)
+                            request_timeout_s=args.request_timeout_s, health_path=command.ready_paths[0])
             points = run_profile(target, workload, args.profile, options, results, done, reporter, engine, text_of)
     finally:
         reporter.close()

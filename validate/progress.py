@@ -32,7 +32,7 @@ class Reporter:
 
 class RichReporter(Reporter):
     def __init__(self) -> None:
-        self.console = Console(stderr=True, highlight=False)
+        self.console = Console(stderr=True, highlight=False, soft_wrap=True)
         self.progress = Progress(TextColumn("{task.description:>18}"), BarColumn(), MofNCompleteColumn(),
                                  TextColumn("{task.fields[failed]} failed"), TimeElapsedColumn(),
                                  console=self.console, transient=True)

@@ -34,6 +34,7 @@ class Target(BaseModel):
     model: str
     dialect: str = "openai"
     request_timeout_s: float = 1800.0
+    health_path: str = "/v1/models"
 
 
 def stored_points(results: ResultsDir, metadata: RunMetadata) -> dict[str, PointResult]:
@@ -68,7 +69,7 @@ async def _server_alive(target: Target, engine: EngineProcess | None) -> bool:
         return False
     try:
         async with httpx.AsyncClient(timeout=10.0) as http:
-            return (await http.get(target.base_url.rstrip("/") + "/v1/models")).status_code == 200
+            return (await http.get(target.base_url.rstrip("/") + target.health_path)).status_code == 200
     except httpx.HTTPError:
         return False
 

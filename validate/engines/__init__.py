@@ -5,6 +5,7 @@ All of them share one launcher (``launcher.EngineProcess``).
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 
 from validate.engines import sglang, transformers, trtllm, vllm
@@ -32,9 +33,21 @@ def parse_facts(engine: str, log_text: str) -> EngineFacts:
     return parsers[engine](log_text)
 
 
+def installed_version(command: EngineCommand) -> str | None:
+    """The engine's version from its own interpreter, for engines whose log does not say it."""
+    if not command.version_argv:
+        return None
+    try:
+        result = subprocess.run(command.version_argv, capture_output=True, text=True, timeout=60, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return result.stdout.strip() or None if result.returncode == 0 else None
+
+
 def dialect(engine: str) -> str:
     """How the client words a request for this engine: 'openai' (token-id prompts) or 'transformers'."""
     return transformers.DIALECT if engine == "transformers" else "openai"
 
 
-__all__ = ["ENGINES", "EngineCommand", "EngineConfig", "EngineFacts", "build_command", "dialect", "parse_facts"]
+__all__ = ["ENGINES", "EngineCommand", "EngineConfig", "EngineFacts", "build_command", "dialect", "installed_version",
+           "parse_facts"]

@@ -49,6 +49,12 @@ class EngineCommand(BaseModel):
     env: dict[str, str] = Field(default_factory=dict)
     files: dict[str, str] = Field(default_factory=dict, description="path -> text, written first")
     ready_paths: list[str] = Field(default_factory=lambda: ["/health", "/v1/models"])
+    version_argv: list[str] | None = Field(default=None, description="prints the engine version when run")
+
+
+def package_version_argv(python: str, distribution: str) -> list[str]:
+    """A command that prints a distribution's version without importing it (fast)."""
+    return [python, "-c", f"import importlib.metadata as m; print(m.version({distribution!r}))"]
 
 
 class EngineFacts(BaseModel):

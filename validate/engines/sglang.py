@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import re
 
-from validate.engines.config import HOST, EngineCommand, EngineConfig, EngineFacts, engine_python
+from validate.engines.config import (HOST, EngineCommand, EngineConfig, EngineFacts, engine_python,
+                                     package_version_argv)
 from validate.engines.logparse import search
 
 PYTHON_ENV = "LLMCAP_SGLANG_PYTHON"
 
 
 def build_command(config: EngineConfig) -> EngineCommand:
-    argv = [engine_python(config, PYTHON_ENV), "-m", "sglang.launch_server", "--model-path", config.model_dir,
+    python = engine_python(config, PYTHON_ENV)
+    argv = [python, "-m", "sglang.launch_server", "--model-path", config.model_dir,
             "--served-model-name", config.served_model_name, "--load-format", config.load_format,
             "--host", HOST, "--port", str(config.port)]
     options = {
@@ -24,7 +26,8 @@ def build_command(config: EngineConfig) -> EngineCommand:
         "--max-running-requests": config.max_num_seqs,
     }
     argv += [item for flag, value in options.items() if value is not None for item in (flag, str(value))]
-    return EngineCommand(argv=argv + config.extra_args, served_model_name=config.served_model_name,
+    return EngineCommand(argv=argv + config.extra_args, version_argv=package_version_argv(python, 'sglang'),
+                         served_model_name=config.served_model_name,
                          env={"HF_HUB_OFFLINE": "1"},
                          ready_paths=["/health", "/v1/models"])
 

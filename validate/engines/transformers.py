@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import re
 
-from validate.engines.config import HOST, EngineCommand, EngineConfig, EngineFacts, engine_python
+from validate.engines.config import (HOST, EngineCommand, EngineConfig, EngineFacts, engine_python,
+                                     package_version_argv)
 from validate.engines.logparse import search
 from validate.errors import EngineConfigError
 
@@ -24,7 +25,8 @@ def build_command(config: EngineConfig) -> EngineCommand:
     if bad := [flag for flag, value in unsupported.items() if value]:
         raise EngineConfigError(f"transformers serve has no equivalent of {', '.join(bad)}")
     # `python -m transformers.cli.transformers` is the `transformers` console script.
-    argv = [engine_python(config, PYTHON_ENV), "-m", "transformers.cli.transformers", "serve", config.model_dir,
+    python = engine_python(config, PYTHON_ENV)
+    argv = [python, "-m", "transformers.cli.transformers", "serve", config.model_dir,
             "--host", HOST, "--port", str(config.port), "--log-level", "info"]
     if config.dtype:
         argv += ["--dtype", config.dtype]
@@ -32,7 +34,10 @@ def build_command(config: EngineConfig) -> EngineCommand:
         argv += ["--quantization", config.quantization]
     env = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
     # With a pinned model, requests must name exactly that model (or none).
-    return EngineCommand(argv=argv + config.extra_args, served_model_name=config.model_dir, env=env, ready_paths=["/health", "/v1/models"])
+    # /v1/models scans the Hugging Face cache and fails where there is none: readiness is /health only.
+    return EngineCommand(argv=argv + config.extra_args, version_argv=package_version_argv(python, 'transformers'),
+                         served_model_name=config.model_dir, env=env,
+                         ready_paths=["/health"])
 
 
 VERSION = re.compile(r"transformers(?: version|==)\s*([\d][\w.+-]*)", re.IGNORECASE)

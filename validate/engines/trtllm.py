@@ -49,7 +49,8 @@ def build_command(config: EngineConfig, workdir: Path) -> EngineCommand:
         path = str(workdir / "trtllm-extra-options.yaml")
         files[path] = json.dumps(extra, indent=1) + "\n"  # JSON is valid YAML
         argv += ["--extra_llm_api_options", path]
-    return EngineCommand(argv=argv + config.extra_args, served_model_name=config.served_model_name, files=files, ready_paths=["/health", "/v1/models"])
+    return EngineCommand(argv=argv + config.extra_args, served_model_name=config.served_model_name, files=files,
+                         ready_paths=["/health", "/v1/models"])
 
 
 # TensorRT-LLM 0.18-1.2 lines:

