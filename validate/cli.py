@@ -30,8 +30,10 @@ def _add_load_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--osl", type=int, required=True, help="output tokens per request (mean), exact via ignore_eos")
     g.add_argument("--profile", default="sweep",
                    help="sweep | sync | burst:N | concurrency:C[,C...] | rate:R[,R...] (default sweep)")
-    g.add_argument("--num-requests", type=int, default=100, help="measured requests per load point (default 100)")
-    g.add_argument("--duration-s", type=float, help="or: seconds per load point (with --num-requests: first to end)")
+    g.add_argument("--num-requests", type=int,
+                   help="measured requests per load point (default 100, or no limit with --duration-s)")
+    g.add_argument("--duration-s", type=float, help="seconds of arrivals per load point (with --num-requests: "
+                   "whichever ends first)")
     g.add_argument("--warmup", type=int, default=2, help="warm-up requests before each point, not measured")
     g.add_argument("--burst-size", type=int, help="requests of the sweep's burst point (default --num-requests)")
     g.add_argument("--sweep-rates", type=int, default=5, help="rates between sync and burst in a sweep")

@@ -24,7 +24,8 @@ from validate.workload import PromptMaker, Workload, parse_length_dist
 
 def _options(args: argparse.Namespace) -> LoadOptions:
     parse_profile(args.profile)  # fail early on a malformed profile
-    return LoadOptions(num_requests=args.num_requests, duration_s=args.duration_s, warmup=args.warmup,
+    num_requests = args.num_requests if args.num_requests or args.duration_s else 100
+    return LoadOptions(num_requests=num_requests, duration_s=args.duration_s, warmup=args.warmup,
                        burst_size=args.burst_size, sweep_rates=args.sweep_rates, arrivals=args.arrivals,
                        max_concurrency=args.max_concurrency, seed=args.seed)
 
