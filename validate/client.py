@@ -124,7 +124,6 @@ def token_gaps_s(chunk_times: list[float], chunk_tokens: list[int], output_token
 class Client:
     """``async with Client(url, model) as client: record = await client.send(spec, load, t0)``"""
 
-
     def __init__(self, base_url: str, model: str, dialect: str = "openai", request_timeout_s: float = 1800.0,
                  text_of: Callable[[list[int]], str] | None = None) -> None:
         self.base_url = base_url.rstrip("/")
