@@ -1,4 +1,5 @@
-"""``validate run | sweep | import``: measure a real engine, or a running server, or import a report.
+"""``validate run | sweep | import | compare | calibrate``: measure a real engine, or a running server,
+or import a report; hold the capacity model against the measurements and fit its factors.
 
 Bad input and engine failures print one line ``ErrorType: message`` to stderr and exit 2. Ctrl-C
 stops the engine and keeps every finished point (exit 130).
@@ -14,7 +15,7 @@ from typing import NoReturn
 
 from pydantic import ValidationError
 
-from validate import commands
+from validate import commands, report
 from validate.engines import ENGINES
 from validate.errors import UsageError, ValidateError
 
@@ -83,6 +84,8 @@ def build_parser() -> Parser:
     imp.add_argument("file")
     imp.add_argument("--out", required=True)
     imp.set_defaults(func=commands.import_report)
+
+    report.add_parsers(sub)
     return parser
 
 
@@ -103,6 +106,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"UsageError: {_validation_message(err)}", file=sys.stderr)
     except ValidateError as err:
         print(f"{type(err).__name__}: {err}", file=sys.stderr)
+    except Exception as err:  # the capacity model's own errors (CapacityError) in compare/calibrate
+        if type(err).__module__.startswith("capacity"):
+            print(f"{type(err).__name__}: {err}", file=sys.stderr)
+        else:
+            raise
     except KeyboardInterrupt:
         out = getattr(locals().get("args"), "out", None)
         kept = f"; finished points are kept in {Path(out)}" if out else ""

@@ -67,6 +67,8 @@ def scenario_from_argv(argv: list[str]) -> dict:
 
 
 def load_run(path: str | Path) -> MeasuredRun:
+    if not (Path(path) / "points.jsonl").is_file():
+        raise ValidateError(f"{path} is not a results folder (no points.jsonl in it)")
     folder = ResultsDir(path)
     meta = folder.read_metadata()
     side = Path(path) / "scenario.json"

@@ -1,0 +1,97 @@
+"""The capacity model against the committed H200 measurements (real data, produced as
+data/measurements/h200/vllm-0.26.0/README.md says)."""
+
+import glob
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from capacity import Scenario, estimate
+from capacity.calibration import Calibration, parse_calibration_file
+from validate.calibrate import calibrate
+from validate.compare import compare_dirs, load_run, summarize
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA = ROOT / "data/measurements/h200/vllm-0.26.0"
+RUNS = sorted(str(Path(p).parent) for p in glob.glob(str(DATA / "*/*/*/points.jsonl")) if "/warmup/" not in p)
+
+
+def test_there_is_data():
+    assert len(RUNS) >= 10
+
+
+def test_kv_cache_tokens_within_3_percent_of_vllm_log():
+    seen = 0
+    for d in RUNS:
+        run = load_run(d)
+        measured = run.facts.get("kv_cache_tokens")
+        if not measured:
+            continue
+        e = estimate(Scenario(model=run.scenario["model"], gpu="h200-sxm", precision=run.scenario.get("precision", "bf16"),
+                              isl=128, osl=128))
+        assert abs(e.kv_capacity_tokens / measured - 1) < 0.03, d
+        seen += 1
+    assert seen >= 4
+
+
+@pytest.fixture(scope="module")
+def comparison():
+    return compare_dirs(RUNS, {"ideal": None, "default": Calibration(), "calibrated": None})
+
+
+def test_ideal_roofline_is_never_slower_than_measured(comparison):
+    ideal = comparison[comparison["mode"] == "ideal"]
+    assert len(ideal) > 40
+    assert (ideal["predicted_requests_per_s"] >= ideal["measured_requests_per_s"]).all()
+    assert (ideal["predicted_itl_s"] <= ideal["measured_itl_s"]).all()
+
+
+def test_calibrated_beats_defaults_and_roofline(comparison):
+    s = summarize(comparison).set_index("mode")
+    for metric in ("mape_itl_s", "mape_requests_per_s", "mape_ttft_s"):
+        assert s.loc["calibrated", metric] < s.loc["default", metric] < s.loc["ideal", metric]
+
+
+def test_calibration_carries_to_held_out_shapes(tmp_path):
+    cal, report = calibrate(RUNS, "vllm", "h200-sxm", "bf16", ["512x512", "2048x256"])
+    assert cal.held_out and cal.fitted_on and not set(cal.held_out) & set(cal.fitted_on)
+    assert all("512x512" in x or "2048x256" in x for x in cal.held_out)
+    path = tmp_path / "cal.json"
+    path.write_text(cal.model_dump_json())
+    assert parse_calibration_file(path).efficiency == cal.efficiency
+    assert report["held_out"]["mape_itl_s"] < 0.15
+    assert report["held_out"]["mape_requests_per_s"] < 0.15
+
+
+def test_excluded_points_are_skipped():
+    excluded = json.loads((DATA / "excluded.json").read_text())["points"]
+    run = load_run(DATA / excluded[0]["run"])
+    assert excluded[0]["load"] not in {p.load for p in run.points}
+
+
+def test_compare_cli_writes_report_and_rejects_bad_folder(tmp_path):
+    report = tmp_path / "r.md"
+    ok = subprocess.run([sys.executable, "-m", "validate.cli", "compare", RUNS[0], "--report", str(report)],
+                        capture_output=True, text=True)
+    assert ok.returncode == 0, ok.stderr
+    assert report.exists() and report.with_suffix(".html").exists() and report.with_suffix(".csv").exists()
+    assert "calibrated" in report.read_text()
+    bad = subprocess.run([sys.executable, "-m", "validate.cli", "compare", str(tmp_path / "nothing")],
+                         capture_output=True, text=True)
+    assert bad.returncode == 2 and "Traceback" not in bad.stderr and len(bad.stderr.strip().splitlines()) == 1
+    assert not (tmp_path / "nothing").exists()
+
+
+def test_calibration_elsewhere_is_a_marked_extrapolation():
+    e = estimate(Scenario(gpu="b200", precision="fp4"))
+    assert e.calibration == "vllm/h200-sxm/fp8"
+    assert any("extrapolation" in n for n in e.notes)
+    h = estimate(Scenario(gpu="h200-sxm", precision="bf16"))
+    assert h.calibration == "vllm/h200-sxm/bf16" and not any("extrapolation" in n for n in h.notes)
+    assert set(h.intervals) >= {"ttft_s", "itl_s", "requests_per_s"}
+    lo, hi = h.intervals["itl_s"]
+    assert lo <= h.itl_s <= hi or np.isclose(lo, h.itl_s) or np.isclose(hi, h.itl_s)
