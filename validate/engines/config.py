@@ -34,6 +34,11 @@ class EngineConfig(BaseModel):
         return f"http://{HOST}:{self.port}"
 
 
+def flag_args(options: dict[str, object]) -> list[str]:
+    """['--flag', 'value', ...] for the options that are set."""
+    return [item for flag, value in options.items() if value is not None for item in (flag, str(value))]
+
+
 def engine_python(config: EngineConfig, env_var: str) -> str:
     """The interpreter that runs the engine: --engine-python, else $env_var, else this Python."""
     return config.engine_python or os.environ.get(env_var) or sys.executable

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from validate.engines.config import (HOST, EngineCommand, EngineConfig, EngineFacts, engine_python,
+from validate.engines.config import (HOST, EngineCommand, EngineConfig, EngineFacts, engine_python, flag_args,
                                      package_version_argv)
 from validate.engines.logparse import search
 
@@ -25,7 +25,7 @@ def build_command(config: EngineConfig) -> EngineCommand:
         "--mem-fraction-static": config.gpu_memory_utilization,
         "--max-running-requests": config.max_num_seqs,
     }
-    argv += [item for flag, value in options.items() if value is not None for item in (flag, str(value))]
+    argv += flag_args(options)
     return EngineCommand(argv=argv + config.extra_args, version_argv=package_version_argv(python, 'sglang'),
                          served_model_name=config.served_model_name,
                          env={"HF_HUB_OFFLINE": "1"},

@@ -10,7 +10,7 @@ import json
 import re
 from pathlib import Path
 
-from validate.engines.config import HOST, EngineCommand, EngineConfig, EngineFacts
+from validate.engines.config import HOST, EngineCommand, EngineConfig, EngineFacts, flag_args
 from validate.engines.logparse import GiB, search
 from validate.errors import EngineConfigError
 
@@ -43,7 +43,7 @@ def build_command(config: EngineConfig, workdir: Path) -> EngineCommand:
         "--max_batch_size": config.max_num_seqs,
         "--kv_cache_free_gpu_memory_fraction": config.gpu_memory_utilization,
     }
-    argv += [item for flag, value in options.items() if value is not None for item in (flag, str(value))]
+    argv += flag_args(options)
     files: dict[str, str] = {}
     if extra := extra_options(config):
         path = str(workdir / "trtllm-extra-options.yaml")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from validate.engines.config import (HOST, EngineCommand, EngineConfig, EngineFacts, engine_python,
+from validate.engines.config import (HOST, EngineCommand, EngineConfig, EngineFacts, engine_python, flag_args,
                                      package_version_argv)
 from validate.engines.logparse import GiB, number, search
 
@@ -25,7 +25,7 @@ def build_command(config: EngineConfig) -> EngineCommand:
         "--gpu-memory-utilization": config.gpu_memory_utilization,
         "--max-num-seqs": config.max_num_seqs,
     }
-    argv += [item for flag, value in options.items() if value is not None for item in (flag, str(value))]
+    argv += flag_args(options)
     env = {"VLLM_NO_USAGE_STATS": "1", "DO_NOT_TRACK": "1", "HF_HUB_OFFLINE": "1"}
     return EngineCommand(argv=argv + config.extra_args, version_argv=package_version_argv(python, 'vllm'),
                          served_model_name=config.served_model_name, env=env, ready_paths=["/health", "/v1/models"])
