@@ -121,14 +121,14 @@ MODEL = {json.dumps(c.model)}
 MINUTES = 60
 
 image = modal.Image.debian_slim(python_version="3.12").uv_pip_install("vllm", "huggingface_hub[hf_transfer]").env(
-    {{"HF_HUB_ENABLE_HF_TRANSFER": "1"}})
+    {{"HF_HUB_ENABLE_HF_TRANSFER": "1", "HF_HOME": "/cache/huggingface"}})
 hf_cache = modal.Volume.from_name("huggingface-cache", create_if_missing=True)
 app = modal.App("llm-capacity-serve")
 
 
 @app.function(image=image, gpu=GPU, timeout=30 * MINUTES, scaledown_window=15 * MINUTES,
               min_containers={c.replicas}, max_containers={c.replicas},
-              volumes={{"/root/.cache/huggingface": hf_cache}},
+              volumes={{"/cache/huggingface": hf_cache}},
               secrets=[modal.Secret.from_name("huggingface-secret")])
 @modal.concurrent(max_inputs={c.max_num_seqs})
 @modal.web_server(port=8000, startup_timeout=20 * MINUTES)
