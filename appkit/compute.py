@@ -10,33 +10,13 @@ import numpy as np
 import pandas as pd
 
 from capacity import Scenario, estimate
-from capacity.architecture import load_model
-from capacity.calibration import IDEAL, Calibration, find_calibration, parse_calibration_file
-from capacity.engine import engine_profile
 from capacity.errors import CapacityError
 from capacity.formulas import compiled
 from capacity.hardware import load_gpu
 from capacity.kv import attended_tokens_prefill
-from capacity.plan import Plan, make_plan
+from capacity.estimate import calibration_for, plan_for, run_load
 from capacity.sizing import max_rate_within_slo, size
-from capacity.estimate import run_load
 from capacity.steptime import step_parts
-
-
-def plan_for(s: Scenario) -> Plan:
-    """The deployment plan `estimate` builds for `s` (raises DoesNotFitError etc. with the reason)."""
-    profile = engine_profile(s.engine, gpu_memory_utilization=s.gpu_memory_utilization,
-                             max_num_seqs=s.max_num_seqs, max_num_batched_tokens=s.max_num_batched_tokens)
-    return make_plan(load_model(s.model), load_gpu(s.gpu), s.precision, s.kv_precision, profile, s.num_gpus, s.tp,
-                     s.expert_parallel, s.isl + s.osl, s.max_model_len)
-
-
-def calibration_for(s: Scenario, plan: Plan) -> Calibration:
-    if s.ideal:
-        return IDEAL
-    if s.calibration:
-        return parse_calibration_file(s.calibration)
-    return find_calibration(s.engine, plan.gpu.id, plan.weight_format)
 
 
 @dataclass(frozen=True)

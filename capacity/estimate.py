@@ -108,12 +108,21 @@ def _check_lengths(s: Scenario) -> None:
             raise WorkloadError(f"{name} of {v:,} tokens is absurd (max 10,000,000)")
 
 
-def _calibration(s: Scenario, weight_format: str) -> Calibration:
+def plan_for(s: Scenario) -> Plan:
+    """The deployment plan of a scenario (raises DoesNotFitError and friends with the reason)."""
+    profile = engine_profile(s.engine, gpu_memory_utilization=s.gpu_memory_utilization,
+                             max_num_seqs=s.max_num_seqs, max_num_batched_tokens=s.max_num_batched_tokens)
+    return make_plan(load_model(s.model), load_gpu(s.gpu), s.precision, s.kv_precision, profile, s.num_gpus, s.tp,
+                     s.expert_parallel, s.isl + s.osl, s.max_model_len)
+
+
+def calibration_for(s: Scenario, plan: Plan) -> Calibration:
+    """--ideal, else the --calibration file, else the shipped one for (engine, GPU, weight format)."""
     if s.ideal:
         return IDEAL
     if s.calibration:
         return parse_calibration_file(s.calibration)
-    return find_calibration(s.engine, s.gpu, weight_format)
+    return find_calibration(s.engine, plan.gpu.id, plan.weight_format)
 
 
 def run_load(plan: Plan, cal: Calibration, s: Scenario, isl, osl, load_kind: str, value) -> LoadResult:
@@ -138,13 +147,9 @@ def estimate_with_calibration(s: Scenario, calibration: Calibration | None) -> E
     """`estimate` with an explicit calibration (None: --ideal, --calibration or the shipped one)."""
     _check_lengths(s)
     load = parse_load(s.load)
-    model = load_model(s.model)
-    gpu = load_gpu(s.gpu)
-    profile = engine_profile(s.engine, gpu_memory_utilization=s.gpu_memory_utilization,
-                             max_num_seqs=s.max_num_seqs, max_num_batched_tokens=s.max_num_batched_tokens)
-    plan = make_plan(model, gpu, s.precision, s.kv_precision, profile, s.num_gpus, s.tp, s.expert_parallel,
-                     s.isl + s.osl, s.max_model_len)
-    cal = calibration if calibration is not None and not s.ideal else _calibration(s, plan.weight_format)
+    plan = plan_for(s)
+    model, gpu, profile = plan.model, plan.gpu, plan.profile
+    cal = calibration if calibration is not None and not s.ideal else calibration_for(s, plan)
     r = run_load(plan, cal, s, s.isl, s.osl, load.kind, load.value)
     f = {k: float(np.asarray(getattr(r, k))) for k in ("ttft_s", "itl_s", "e2e_latency_s", "requests_per_s",
                                                       "output_tokens_per_s", "total_tokens_per_s", "running")}

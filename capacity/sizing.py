@@ -8,13 +8,9 @@ import math
 import numpy as np
 from pydantic import BaseModel, ConfigDict
 
-from capacity.architecture import load_model
-from capacity.calibration import IDEAL, find_calibration
-from capacity.engine import engine_profile
 from capacity.errors import CapacityError, WorkloadError
-from capacity.estimate import Scenario, run_load
+from capacity.estimate import Scenario, calibration_for, plan_for, run_load
 from capacity.hardware import load_gpu
-from capacity.plan import make_plan
 
 
 class SizingOption(BaseModel):
@@ -44,18 +40,17 @@ def max_rate_within_slo(plan, cal, s: Scenario, ttft_slo_s: float, itl_slo_s: fl
 def size(s: Scenario, target_rps: float, ttft_slo_s: float, itl_slo_s: float, tps: list[int]) -> list[SizingOption]:
     if target_rps <= 0 or ttft_slo_s <= 0 or itl_slo_s <= 0:
         raise WorkloadError("target rate and objectives must be positive")
-    model, gpu = load_model(s.model), load_gpu(s.gpu)
+    gpu = load_gpu(s.gpu)
     price = s.price_usd_per_gpu_hour or gpu.price_usd_per_gpu_hour
     options = []
     for tp in tps:
+        sc = s.model_copy(update={"tp": tp, "num_gpus": tp})
         try:
-            plan = make_plan(model, gpu, s.precision, s.kv_precision, engine_profile(s.engine), tp, tp,
-                             s.expert_parallel, s.isl + s.osl)
+            plan = plan_for(sc)  # the same plan and calibration `capacity estimate` would use at this TP
         except CapacityError as exc:
             options.append(SizingOption(tp=tp, fits=False, reason=str(exc)))
             continue
-        cal = IDEAL if s.ideal else find_calibration(s.engine, gpu.id, plan.weight_format)
-        sc = s.model_copy(update={"tp": tp, "num_gpus": tp})
+        cal = calibration_for(sc, plan)
         rate, ttft, itl = max_rate_within_slo(plan, cal, sc, ttft_slo_s, itl_slo_s)
         if rate <= 0:
             options.append(SizingOption(tp=tp, fits=True, reason="no rate meets the objectives on one replica"))

@@ -6,7 +6,6 @@ literature default factors) and after (fitted on the 128/1024 and 1024/128 shape
 from __future__ import annotations
 
 import glob
-import json
 from pathlib import Path
 
 import numpy as np
