@@ -18,7 +18,7 @@ import pandas as pd
 from capacity import Scenario, estimate
 from capacity.errors import CapacityError
 from capacity.hardware import gpu_catalog
-from validate.compare import excluded_loads
+from validate.compare import argv_value, excluded_loads
 
 METRICS = ("requests_per_s", "output_tokens_per_s", "total_tokens_per_s", "mean_ttft_s", "median_ttft_s",
            "p90_ttft_s", "p99_ttft_s", "mean_itl_s", "median_itl_s", "p90_itl_s", "p99_itl_s", "mean_e2e_latency_s")
@@ -65,16 +65,6 @@ def parse_points_jsonl(text: str, name: str = "points.jsonl") -> pd.DataFrame:
     return df
 
 
-def _argv_value(argv: list[str], *flags: str) -> str | None:
-    for i, arg in enumerate(argv):
-        for flag in flags:
-            if arg == flag and i + 1 < len(argv):
-                return argv[i + 1]
-            if arg.startswith(flag + "="):
-                return arg.split("=", 1)[1]
-    return None
-
-
 def run_facts(meta: dict[str, Any], path: Path | None = None) -> dict[str, Any]:
     """Model, GPU, engine, precision and TP of a run, from metadata.json (the engine argv for precision and
     TP) and, as a fallback, the corpus path data/measurements/<gpu>/<engine-version>/... None: not said."""
@@ -90,16 +80,16 @@ def run_facts(meta: dict[str, Any], path: Path | None = None) -> dict[str, Any]:
             version = version or m.group(2)
     precision = kv = tp = num_gpus = None
     if argv or "precision" in meta:
-        quant = meta.get("precision") or _argv_value(argv, "--quantization", "-q")
-        dtype = _argv_value(argv, "--dtype")
+        quant = meta.get("precision") or argv_value(argv, "--quantization", "-q")
+        dtype = argv_value(argv, "--dtype")
         precision = str(quant or ("bf16" if dtype in (None, "auto", "bfloat16", "bf16") else dtype)).lower()
         precision = {"modelopt_fp4": "fp4", "nvfp4": "fp4", "mxfp4": "fp4", "awq": "int4", "gptq": "int4",
                      "float16": "bf16", "fp16": "bf16"}.get(precision, precision)
-        kv = str(meta.get("kv_precision") or _argv_value(argv, "--kv-cache-dtype") or "bf16").lower()
+        kv = str(meta.get("kv_precision") or argv_value(argv, "--kv-cache-dtype") or "bf16").lower()
         kv = "bf16" if kv in ("auto", "bfloat16") else ("fp8" if kv.startswith("fp8") else kv)
-        raw = meta.get("tp") or _argv_value(argv, "--tensor-parallel-size", "-tp", "--tp", "--tp-size", "--tp_size")
+        raw = meta.get("tp") or argv_value(argv, "--tensor-parallel-size", "-tp", "--tp", "--tp-size", "--tp_size")
         tp = int(raw) if str(raw or "").isdigit() else 1
-        dp = _argv_value(argv, "--data-parallel-size", "-dp", "--dp", "--dp-size")
+        dp = argv_value(argv, "--data-parallel-size", "-dp", "--dp", "--dp-size")
         num_gpus = tp * (int(dp) if dp and dp.isdigit() else 1)
     return {"model": meta.get("model_id") or meta.get("served_model_name"), "gpu": gpu, "num_gpus": num_gpus,
             "tp": tp, "engine": engine, "engine_version": version, "precision": precision, "kv_precision": kv}

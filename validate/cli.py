@@ -106,11 +106,13 @@ def main(argv: list[str] | None = None) -> int:
         print(f"UsageError: {_validation_message(err)}", file=sys.stderr)
     except ValidateError as err:
         print(f"{type(err).__name__}: {err}", file=sys.stderr)
-    except Exception as err:  # the capacity model's own errors (CapacityError) in compare/calibrate
-        if type(err).__module__.startswith("capacity"):
-            print(f"{type(err).__name__}: {err}", file=sys.stderr)
-        else:
+    except Exception as err:
+        # compare/calibrate load the capacity model; its bad-input errors are one line too. The run and
+        # sweep paths never import it (they run where only numpy/pydantic/httpx exist).
+        errors = sys.modules.get("capacity.errors")
+        if errors is None or not isinstance(err, errors.CapacityError):
             raise
+        print(f"{type(err).__name__}: {err}", file=sys.stderr)
     except KeyboardInterrupt:
         out = getattr(locals().get("args"), "out", None)
         kept = f"; finished points are kept in {Path(out)}" if out else ""

@@ -15,7 +15,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from capacity import Scenario, estimate
+from capacity import Scenario
+from capacity.estimate import estimate_with_calibration
 from capacity.calibration import Calibration
 from capacity.errors import CapacityError
 from validate.errors import ValidateError
@@ -37,23 +38,25 @@ class MeasuredRun:
     facts: dict
 
 
-def _argv_value(argv: list[str], flag: str) -> str | None:
+def argv_value(argv: list[str], *flags: str) -> str | None:
+    """The value of the first of `flags` in a command line ('--flag value' or '--flag=value')."""
     for i, a in enumerate(argv):
-        if a == flag and i + 1 < len(argv):
-            return argv[i + 1]
-        if a.startswith(flag + "="):
-            return a.split("=", 1)[1]
+        for flag in flags:
+            if a == flag and i + 1 < len(argv):
+                return argv[i + 1]
+            if a.startswith(flag + "="):
+                return a.split("=", 1)[1]
     return None
 
 
 def scenario_from_argv(argv: list[str]) -> dict:
     """Engine flags that change the prediction: precision, KV dtype, TP, memory and scheduler limits."""
     s: dict = {}
-    if q := _argv_value(argv, "--quantization"):
+    if q := argv_value(argv, "--quantization"):
         s["precision"] = "fp8" if q.startswith("fp8") else q
-    if kv := _argv_value(argv, "--kv-cache-dtype"):
+    if kv := argv_value(argv, "--kv-cache-dtype"):
         s["kv_precision"] = "fp8" if kv.startswith("fp8") else "bf16"
-    if tp := _argv_value(argv, "--tensor-parallel-size") or _argv_value(argv, "-tp"):
+    if tp := argv_value(argv, "--tensor-parallel-size", "-tp"):
         s["tp"] = s["num_gpus"] = int(tp)
     if "--enable-expert-parallel" in argv:
         s["expert_parallel"] = True
@@ -61,7 +64,7 @@ def scenario_from_argv(argv: list[str]) -> dict:
                             ("--max-num-seqs", "max_num_seqs", int),
                             ("--max-num-batched-tokens", "max_num_batched_tokens", int),
                             ("--max-model-len", "max_model_len", int)):
-        if (v := _argv_value(argv, flag)) is not None:
+        if (v := argv_value(argv, flag)) is not None:
             s[key] = kind(v)
     return s
 
@@ -120,7 +123,7 @@ def compare_run(run: MeasuredRun, calibrations: dict[str, Calibration | None]) -
         for mode, cal in calibrations.items():
             try:
                 s = point_scenario(run, p, ideal=(mode == "ideal"))
-                e = estimate(s) if cal is None else _estimate_with(s, cal)
+                e = estimate_with_calibration(s, cal)
             except CapacityError as exc:
                 rows.append({"run": str(run.path), "load": p.load, "mode": mode, "error": str(exc)})
                 continue
@@ -137,12 +140,6 @@ def compare_run(run: MeasuredRun, calibrations: dict[str, Calibration | None]) -
                 row[f"inside_{pk}"] = (lo_hi[0] <= meas <= lo_hi[1]) if (lo_hi and meas) else None
             rows.append(row)
     return rows
-
-
-def _estimate_with(s: Scenario, cal: Calibration):
-    from capacity.estimate import estimate_with_calibration
-
-    return estimate_with_calibration(s, cal)
 
 
 def compare_dirs(paths: list[str | Path], calibrations: dict[str, Calibration | None] | None = None) -> pd.DataFrame:

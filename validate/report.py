@@ -21,13 +21,14 @@ PRECISIONS = ("bf16", "fp8", "nvfp4", "mxfp4", "int4", "any")
 def measured_cost(df, price_override: float | None):
     """$/M output and total tokens from measured throughput, whole GPU cost charged to each class."""
     from capacity.cost import usd_per_million_tokens
+    from capacity.errors import CapacityError
     from capacity.hardware import load_gpu
 
     out, tot = [], []
     for _, r in df.iterrows():
         try:
             price = price_override or load_gpu(r["gpu"]).price_usd_per_gpu_hour
-        except Exception:  # an unknown GPU id in an imported file: no price
+        except CapacityError:  # an unknown GPU id in an imported file: no price
             price = None
         hourly = price * r.get("tp", 1) if price else None
         m_out = r.get("measured_output_tokens_per_s")
