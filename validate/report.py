@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 
 from validate.errors import UsageError
@@ -84,10 +85,12 @@ def compare_command(args: argparse.Namespace) -> int:
     if df.empty:
         raise UsageError("no measured points in the given folders")
     if "error" in df:
-        bad = df[df["error"].notna()]
+        bad = df[df["error"].notna()].drop_duplicates(subset=["run", "load", "error"])
         for _, r in bad.iterrows():
-            print(f"cannot predict {r['run']} {r['load']}: {r['error']}")
+            print(f"cannot predict {r['run']} {r['load']}: {r['error']}", file=sys.stderr)
         df = df[df["error"].isna()]
+        if df.empty:
+            raise UsageError("the model could predict none of the measured points (reasons above)")
     out_cost, tot_cost = measured_cost(df, args.price_usd_per_gpu_hour)
     df = df.assign(measured_usd_per_million_output_tokens=out_cost, measured_usd_per_million_total_tokens=tot_cost)
     summary = summarize(df)
