@@ -11,6 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from capacity.architecture import load_model
 from capacity.calibration import IDEAL, Calibration, find_calibration, parse_calibration_file
 from capacity.engine import engine_profile
+from capacity.formulas import compiled
 from capacity.hardware import load_gpu
 from capacity.load import parse_load
 from capacity.plan import Plan, make_plan
@@ -182,7 +183,8 @@ def estimate_with_calibration(s: Scenario, calibration: Calibration | None) -> E
         ttft_s=f["ttft_s"], itl_s=f["itl_s"], e2e_latency_s=f["e2e_latency_s"], requests_per_s=rps,
         output_tokens_per_s=out_tps, total_tokens_per_s=tot_tps, running_requests=f["running"] * reps,
         prefill_bound=prefill_bound, decode_bound=decode_bound,
-        ridge_point_flops_per_byte=plan.costs.peak_flops_per_s / plan.costs.bandwidth_bytes_per_s,
+        ridge_point_flops_per_byte=float(compiled("ridge_point_flops_per_byte")(plan.costs.peak_flops_per_s,
+                                                                                plan.costs.bandwidth_bytes_per_s)),
         decode_compute_bound_batch=decode_compute_bound_batch(plan.costs, ctx),
         saturated=bool(np.asarray(r.saturated)), price_usd_per_gpu_hour=price,
         usd_per_million_input_tokens=usd_per_million_tokens(fleet_price, rps * s.isl),

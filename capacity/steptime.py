@@ -124,7 +124,8 @@ def step_parts(c: StepCosts, eff: Efficiency, decode_seqs, decode_context, prefi
     tokens = d + p
     logits_tokens = d + np.minimum(p, 1.0)  # the LM head runs for sampled positions only
     m = c.arch
-    lin_flops = 2 * c.dense_params * tokens + 2 * c.head_params * logits_tokens
+    linear = compiled("linear_flops")
+    lin_flops = linear(c.dense_params, tokens) + linear(c.head_params, logits_tokens)
     lin_bytes = np.full_like(tokens, c.dense_weight_bytes)
     if c.moe_layers:
         touched = compiled("experts_touched")(c.num_experts, c.experts_per_token, np.maximum(tokens, 1e-9))
