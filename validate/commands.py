@@ -121,11 +121,17 @@ def _served(base_url: str) -> tuple[list[dict], str | None]:
 def sweep(args: argparse.Namespace) -> int:
     options = _options(args)
     base_url = args.base_url.rstrip("/")
-    served, version = _served(base_url)
-    names = [m.get("id") for m in served]
-    if args.model not in names:
-        raise UsageError(f"model {args.model!r} is not served at {base_url} (served: {', '.join(map(str, names))})")
-    entry = served[names.index(args.model)]
+    if args.dialect == "transformers":
+        # `transformers serve` lists models by scanning the Hugging Face cache, which fails where there is none;
+        # a server started with a pinned model answers for that model whatever /v1/models says.
+        entry: dict = {}
+        version = None
+    else:
+        served, version = _served(base_url)
+        names = [m.get("id") for m in served]
+        if args.model not in names:
+            raise UsageError(f"model {args.model!r} is not served at {base_url} (served: {', '.join(map(str, names))})")
+        entry = served[names.index(args.model)]
     model = config_info(args.model_config) if args.model_config else None
     workload = _workload(args, model)
     max_len = entry.get("max_model_len")

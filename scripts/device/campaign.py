@@ -3,7 +3,9 @@ run every (shape, load) point with `validate sweep`, stop it; pack the results a
 
 Runs where this repo is not installed (the lent H200): PYTHONPATH=<site>:. python3 scripts/device/campaign.py
 SPEC.json OUTDIR [--budget-s S]. The spec lists configs: {"model", "precision", "engine_args", "shapes": [[isl, osl]],
-"points": ["sync:N", "concurrency:C:N", "burst:N", "rates:K:SECONDS"], "warmup": N}. A point that would not finish
+"points": ["sync:N", "concurrency:C:N", "burst:N", "rates:K:SECONDS", "warmburst:N"], "warmup_rounds": F}, optionally
+"name" (the result folder; default MODEL-PRECISION), "engine" (vllm | transformers) and "random_checkpoint": true
+(write random safetensors weights first, for engines without a dummy load format). A point that would not finish
 inside the time budget is skipped (its name goes to skipped.txt); everything finished is in OUTDIR/campaign.tar.gz.
 """
 
@@ -19,7 +21,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from validate.engines import build_command, parse_facts  # noqa: E402
+from validate.engines import build_command, dialect, parse_facts  # noqa: E402
 from validate.engines.config import EngineConfig  # noqa: E402
 from validate.engines.launcher import EngineProcess  # noqa: E402
 from validate.modeldir import prepare_model_dir  # noqa: E402
@@ -77,29 +79,46 @@ def measured(out_dir: Path) -> dict[str, dict]:
     return {p["load"]: p for p in pts}
 
 
+def write_random_checkpoint(folder: str, log) -> None:
+    """Random bf16 weights in safetensors beside config.json (built on the GPU, then saved)."""
+    code = ("import sys, torch, transformers as t; c = t.AutoConfig.from_pretrained(sys.argv[1]); "
+            "torch.set_default_device('cuda'); m = t.AutoModelForCausalLM.from_config(c, dtype=torch.bfloat16); "
+            "m.save_pretrained(sys.argv[1] + '/weights')")
+    t0 = time.monotonic()
+    subprocess.run([sys.executable, "-c", code, folder], stdout=log, stderr=subprocess.STDOUT, check=True)
+    for f in Path(folder, "weights").iterdir():
+        if f.suffix in (".safetensors", ".json") and f.name not in ("config.json", "generation_config.json"):
+            f.replace(Path(folder) / f.name)
+    log.write(f"[{elapsed():.0f}s] random checkpoint written in {time.monotonic() - t0:.0f} s\n")
+
+
 def run_config(cfg: dict, out: Path, budget_s: float, skipped: list[str]) -> None:
-    slug = f"{cfg['model'].split('/')[-1]}-{cfg.get('precision', 'bf16')}"
+    slug = cfg.get("name") or f"{cfg['model'].split('/')[-1]}-{cfg.get('precision', 'bf16')}"
+    engine_name = cfg.get("engine", "vllm")
     root = WORK / slug
     root.mkdir(parents=True, exist_ok=True)
     info = prepare_model_dir(cfg["model"], WORK.parent / "models" / slug)
+    log = open(root / "campaign.log", "a")
+    if cfg.get("random_checkpoint"):
+        write_random_checkpoint(info.path, log)
     args = list(cfg.get("engine_args", []))
     ec = EngineConfig(model_dir=info.path, served_model_name=slug, quantization="fp8" if cfg.get("precision") == "fp8" else None,
                       extra_args=args, engine_python=sys.executable, port=PORT)
-    cmd = build_command("vllm", ec, root)
+    cmd = build_command(engine_name, ec, root)
+    served = cmd.served_model_name or slug
     (root / "scenario.json").write_text(json.dumps({"model": cfg["model"], "gpu": cfg.get("gpu", "h200-sxm"),
                                                     "precision": cfg.get("precision", "bf16"),
                                                     "kv_precision": cfg.get("kv_precision", "bf16"),
-                                                    "engine": "vllm", "engine_argv": cmd.argv}, indent=1))
-    log = open(root / "campaign.log", "a")
+                                                    "engine": engine_name, "engine_argv": cmd.argv}, indent=1))
     engine = EngineProcess(slug, cmd, ec.base_url, root / "server.log", startup_timeout_s=max(60.0, budget_s - elapsed() - 30))
     engine.start()
     try:
         engine.wait_ready()
         log.write(f"[{elapsed():.0f}s] ready after {engine.ready_after_s:.0f} s\n")
-        (root / "facts.json").write_text(parse_facts("vllm", engine.log_text()).model_dump_json(indent=1))
+        (root / "facts.json").write_text(parse_facts(engine_name, engine.log_text()).model_dump_json(indent=1))
         pack(out)
-        base = [sys.executable, "-m", "validate.cli", "sweep", "--base-url", ec.base_url, "--model", slug,
-                "--model-config", info.path, "--gpu", cfg.get("gpu", "h200-sxm")]
+        base = [sys.executable, "-m", "validate.cli", "sweep", "--base-url", ec.base_url, "--model", served,
+                "--model-config", info.path, "--gpu", cfg.get("gpu", "h200-sxm"), "--dialect", dialect(engine_name)]
         for isl, osl in cfg["shapes"]:
             d = root / f"{isl}x{osl}"
             sb = base + ["--isl", str(isl), "--osl", str(osl)]
@@ -135,7 +154,7 @@ def run_config(cfg: dict, out: Path, budget_s: float, skipped: list[str]) -> Non
                 pack(out)
     finally:
         engine.stop()
-        (root / "facts.json").write_text(parse_facts("vllm", engine.log_text()).model_dump_json(indent=1))
+        (root / "facts.json").write_text(parse_facts(engine_name, engine.log_text()).model_dump_json(indent=1))
         log.close()
         pack(out)
 
