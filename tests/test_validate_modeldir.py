@@ -79,3 +79,29 @@ def test_written_tokenizer_covers_the_vocabulary(vllm_python, tmp_path, model, e
     source = resolve_config(model)[1]
     assert (tmp_path / "m" / "config.json").read_bytes() == source.read_bytes()  # unedited (Gemma keeps vision)
     assert facts["sha"] == config_info(model).config_sha256
+    assert (tmp_path / "m" / "preprocessor_config.json").exists() == model.startswith("google/gemma-3")
+
+
+PROCESSOR = """
+import json, sys
+from pathlib import Path
+from transformers import AutoProcessor
+from validate.modeldir import prepare_model_dir
+out = Path(sys.argv[2])
+prepare_model_dir(sys.argv[1], out)
+proc = AutoProcessor.from_pretrained(out)
+tok = proc.tokenizer
+print(json.dumps({"processor": type(proc).__name__, "image_seq_length": proc.image_seq_length,
+                  "boi": tok.convert_tokens_to_ids(tok.boi_token), "image": tok.image_token_id}))
+"""
+
+
+def test_gemma3_folder_has_the_processor_vllm_builds(vllm_python, tmp_path):
+    """vLLM builds Gemma 3's multimodal processor even for text prompts: the folder must carry its files."""
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    result = subprocess.run([vllm_python, "-c", PROCESSOR, "google/gemma-3-27b-it", str(tmp_path / "m")],
+                            capture_output=True, text=True, env=env, timeout=180)
+    assert result.returncode == 0, result.stderr[-2000:]
+    facts = json.loads(result.stdout.strip().splitlines()[-1])
+    assert facts == {"processor": "Gemma3Processor", "image_seq_length": 256, "boi": 255_999, "image": 262_144}
+

@@ -110,7 +110,8 @@ def run_config(cfg: dict, out: Path, budget_s: float, skipped: list[str]) -> Non
                                                     "precision": cfg.get("precision", "bf16"),
                                                     "kv_precision": cfg.get("kv_precision", "bf16"),
                                                     "engine": engine_name, "engine_argv": cmd.argv}, indent=1))
-    engine = EngineProcess(slug, cmd, ec.base_url, root / "server.log", startup_timeout_s=max(60.0, budget_s - elapsed() - 30))
+    engine = EngineProcess(slug, cmd, ec.base_url, root / "server.log", startup_timeout_s=min(float(cfg.get("startup_timeout_s", 420)),
+                                                               max(60.0, budget_s - elapsed() - 30)))
     engine.start()
     try:
         engine.wait_ready()

@@ -15,4 +15,4 @@ if [ -n "${2:-}" ] && [ "$2" != none ]; then
   wait $p1
 fi
 wait $p0
-tail -3 "$OUT"/gpu*.log
+tail -n 3 "$OUT"/gpu*.log

@@ -1,0 +1,81 @@
+"""Decode step time at large batch, read from vLLM's own periodic stats lines, against the model's step.
+
+vLLM logs every ~10 s "Avg prompt throughput: P tokens/s, Avg generation throughput: G tokens/s, Running: N reqs,
+... GPU KV cache usage: U %". In a window with P = 0 every step is a pure decode step of N sequences, so one step
+takes N / G seconds, and the mean context is U × (KV cache tokens) / N. Those windows isolate the large-batch decode
+step from the client's view (waves, queueing). Usage: python scripts/step_log_analysis.py [RUN_DIR ...]
+(default: every run under data/measurements/h200/vllm-0.26.0 with a server.log.gz).
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import re
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from capacity import Scenario
+from capacity.estimate import calibration_for, plan_for
+from capacity.steptime import step_parts
+from validate.compare import argv_value
+
+STATS = re.compile(r"Avg prompt throughput: ([\d.]+) tokens/s, Avg generation throughput: ([\d.]+) tokens/s, "
+                   r"Running: (\d+) reqs, Waiting: (\d+) reqs, GPU KV cache usage: ([\d.]+)%")
+ROOT = Path("data/measurements/h200/vllm-0.26.0")
+
+
+def windows(run: Path, min_running: int = 8) -> list[tuple[int, float, float]]:
+    """(running, step seconds, KV usage fraction) of every pure-decode stats window."""
+    text = gzip.open(run / "server.log.gz", "rt", errors="replace").read()
+    out = []
+    for m in STATS.finditer(text):
+        prompt, gen, running, waiting, usage = float(m[1]), float(m[2]), int(m[3]), int(m[4]), float(m[5]) / 100
+        if prompt == 0 and gen > 0 and running >= min_running and waiting == 0:
+            out.append((running, running / gen, usage))
+    return out
+
+
+def scenario_of(run: Path) -> Scenario:
+    s = json.loads((run / "scenario.json").read_text())
+    argv = s.get("engine_argv", [])
+    tp = int(argv_value(argv, "--tensor-parallel-size", "-tp") or 1)
+    return Scenario(model=s["model"], gpu=s["gpu"], precision=s["precision"], kv_precision=s.get("kv_precision", "bf16"),
+                    tp=tp, num_gpus=tp, expert_parallel="--enable-expert-parallel" in argv, isl=1024, osl=128,
+                    load="sync")
+
+
+def rows(run: Path) -> list[dict]:
+    s = scenario_of(run)
+    plan = plan_for(s)
+    cal = calibration_for(s, plan)
+    facts = json.loads((run / "facts.json").read_text())
+    capacity = facts.get("kv_cache_tokens") or plan.memory.kv_capacity_tokens
+    out = []
+    for running, step_s, usage in windows(run):
+        context = usage * capacity / running
+        parts = step_parts(plan.costs, cal.efficiency, running, context, 0.0, 0.0)
+        overhead = float(parts.overhead_s)
+        out.append({"run": run.name, "tp": s.tp, "running": running, "context": context, "measured_s": step_s,
+                    "model_s": float(parts.time_s), "model_gpu_s": float(parts.time_s) - overhead,
+                    "model_overhead_s": overhead})
+    return out
+
+
+def main() -> None:
+    runs = [Path(a) for a in sys.argv[1:]] or sorted(p.parent for p in ROOT.glob("sitting-*/*/server.log.gz"))
+    print(f"{'run':32s} {'tp':>2s} {'running':>7s} {'context':>7s} {'measured ms':>11s} {'model ms':>8s} "
+          f"{'model GPU ms':>12s} {'excess µs/seq':>13s}")
+    for run in runs:
+        if not (run / "scenario.json").exists() or not (run / "facts.json").exists():
+            continue
+        for r in rows(run):
+            excess = (r["measured_s"] - r["model_gpu_s"]) / r["running"] * 1e6
+            print(f"{r['run'][:32]:32s} {r['tp']:2d} {r['running']:7d} {r['context']:7.0f} {r['measured_s'] * 1e3:11.1f} "
+                  f"{r['model_s'] * 1e3:8.1f} {r['model_gpu_s'] * 1e3:12.1f} {excess:13.1f}")
+
+
+if __name__ == "__main__":
+    main()
