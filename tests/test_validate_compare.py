@@ -13,11 +13,19 @@ import pytest
 from capacity import Scenario, estimate
 from capacity.calibration import Calibration, parse_calibration_file
 from validate.calibrate import calibrate
-from validate.compare import compare_dirs, load_run, summarize
+from validate.compare import argv_value, compare_dirs, load_run, summarize
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "data/measurements/h200/vllm-0.26.0"
 RUNS = sorted(str(Path(p).parent) for p in glob.glob(str(DATA / "*/*/*/points.jsonl")) if "/warmup/" not in p)
+
+
+def tp_of(run_dir: str) -> int:
+    argv = json.loads((Path(run_dir).parent / "scenario.json").read_text()).get("engine_argv", [])
+    return int(argv_value(argv, "--tensor-parallel-size", "-tp") or 1)
+
+
+SINGLE_GPU = [d for d in RUNS if tp_of(d) == 1]
 
 
 def test_there_is_data():
@@ -25,17 +33,16 @@ def test_there_is_data():
 
 
 def test_kv_cache_tokens_within_3_percent_of_vllm_log():
-    seen = 0
+    seen = set()
     for d in RUNS:
         run = load_run(d)
         measured = run.facts.get("kv_cache_tokens")
         if not measured:
             continue
-        e = estimate(Scenario(model=run.scenario["model"], gpu="h200-sxm", precision=run.scenario.get("precision", "bf16"),
-                              isl=128, osl=128))
-        assert abs(e.kv_capacity_tokens / measured - 1) < 0.03, d
-        seen += 1
-    assert seen >= 4
+        s = Scenario(**{**run.scenario, "isl": 128, "osl": 128})  # the run's model, GPU, precision, TP/EP
+        assert abs(estimate(s).kv_capacity_tokens / measured - 1) < 0.03, d
+        seen.add((s.model, s.precision, s.tp))
+    assert len(seen) >= 7 and sum(key[2] > 1 for key in seen) >= 3  # tensor-parallel runs included
 
 
 @pytest.fixture(scope="module")
@@ -57,7 +64,7 @@ def test_calibrated_beats_defaults_and_roofline(comparison):
 
 
 def test_calibration_carries_to_held_out_shapes(tmp_path):
-    cal, report = calibrate(RUNS, "vllm", "h200-sxm", "bf16", ["512x512", "2048x256"])
+    cal, report = calibrate(SINGLE_GPU, "vllm", "h200-sxm", "bf16", ["512x512", "2048x256"])
     assert cal.held_out and cal.fitted_on and not set(cal.held_out) & set(cal.fitted_on)
     assert all("512x512" in x or "2048x256" in x for x in cal.held_out)
     path = tmp_path / "cal.json"
@@ -65,6 +72,15 @@ def test_calibration_carries_to_held_out_shapes(tmp_path):
     assert parse_calibration_file(path).efficiency == cal.efficiency
     assert report["held_out"]["mape_itl_s"] < 0.15
     assert report["held_out"]["mape_requests_per_s"] < 0.15
+
+
+def test_single_gpu_calibration_carries_to_tensor_parallel_32b(comparison):
+    """Qwen3-32B at TP=2 was never fitted: per-layer all-reduces and the split weights and KV must carry it."""
+    tp2 = comparison[(comparison["mode"] == "calibrated") & (comparison["tp"] == 2)
+                     & (comparison["model"] == "Qwen/Qwen3-32B")]
+    assert len(tp2) >= 4
+    assert tp2["error_itl_s"].abs().max() < 0.05
+    assert tp2["error_requests_per_s"].abs().max() < 0.05
 
 
 def test_excluded_points_are_skipped():
