@@ -7,7 +7,6 @@ large-batch decode step read from vLLM's own log. Rerun: python scripts/accuracy
 from __future__ import annotations
 
 import glob
-import json
 import sys
 from pathlib import Path
 
@@ -17,7 +16,7 @@ import pandas as pd
 from capacity import Scenario, estimate
 from capacity.calibration import Calibration
 from validate.calibrate import calibrate
-from validate.compare import argv_value, compare_dirs, load_run
+from validate.compare import compare_dirs, load_run
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from step_log_analysis import rows as step_rows  # noqa: E402
@@ -32,20 +31,13 @@ def run_dirs() -> list[str]:
     return sorted(str(Path(p).parent) for p in glob.glob(str(DATA / "*/*/*/points.jsonl")) if "/warmup/" not in p)
 
 
-def tp_of(run_dir: str) -> int:
-    """Tensor-parallel size of a run (from the engine command in the scenario.json beside its shape folders)."""
-    scenario = Path(run_dir).parent / "scenario.json"
-    argv = json.loads(scenario.read_text()).get("engine_argv", []) if scenario.exists() else []
-    return int(argv_value(argv, "--tensor-parallel-size", "-tp") or 1)
-
-
 def pct(x: float) -> str:
     return "" if x is None or not np.isfinite(x) else f"{x * 100:+.0f} %"
 
 
 def main() -> None:
     dirs = run_dirs()
-    single = [d for d in dirs if tp_of(d) == 1]  # the calibration never sees a multi-GPU point
+    single = [d for d in dirs if load_run(d).scenario.get("tp", 1) == 1]  # the fit never sees a multi-GPU point
     cals, reports = {}, {}
     for precision in ("bf16", "fp8"):
         cal, rep = calibrate(single, "vllm", "h200-sxm", precision, HOLDOUT,
@@ -86,16 +78,15 @@ def kv_table(dirs: list[str]) -> str:
     seen = set()
     for d in dirs:
         run = load_run(d)
-        tp, ep = tp_of(d), "--enable-expert-parallel" in run.scenario.get("engine_argv", [])
-        key = (run.scenario["model"], run.scenario.get("precision", "bf16"), tp, ep)
+        s = Scenario(**{**run.scenario, "isl": 128, "osl": 128})  # the run's model, GPU, precision, TP/EP
+        key = (s.model, s.precision, s.tp, s.expert_parallel)
         if key in seen or not run.facts.get("kv_cache_tokens"):
             continue
         seen.add(key)
-        e = estimate(Scenario(model=key[0], gpu="h200-sxm", precision=key[1], isl=128, osl=128, tp=tp, num_gpus=tp,
-                              expert_parallel=ep))
+        e = estimate(s)
         m = run.facts["kv_cache_tokens"]
-        gpus = f"TP={tp}{' EP' if ep else ''}" if tp > 1 else "1"
-        rows.append(f"| {key[0]} | {key[1]} | {gpus} | {m:,} | {e.kv_capacity_tokens:,} | {pct(e.kv_capacity_tokens / m - 1)} |")
+        gpus = f"TP={s.tp}{' EP' if s.expert_parallel else ''}" if s.tp > 1 else "1"
+        rows.append(f"| {s.model} | {s.precision} | {gpus} | {m:,} | {e.kv_capacity_tokens:,} | {pct(e.kv_capacity_tokens / m - 1)} |")
     return "\n".join(rows)
 
 
@@ -149,7 +140,7 @@ def tp_table(df: pd.DataFrame) -> str:
             ref, source = tp1_reference(df, r, r["load"])
         users = ("1 at a time" if kind == "sync" else
                  f"{value} ({int(value) // 2} per replica)" if kind == "concurrency" else f"{value} at once")
-        rows.append(f"| {r['model'].split('/')[-1]}{' (EP)' if 'ep' in str(r['run']).split('/')[-1] else ''} | {r['shape']} | "
+        rows.append(f"| {r['model'].split('/')[-1]}{' (EP)' if r['expert_parallel'] else ''} | {r['shape']} | "
                     f"{users} | {r['measured_requests_per_s'] / 2:.3g} | {dur(r['measured_itl_s'])} | "
                     f"{dur(r['measured_ttft_s'])} | {ref['rps']:.3g} | {dur(ref['itl'])} | {dur(ref['ttft'])} | {source} |")
     return "\n".join(rows)

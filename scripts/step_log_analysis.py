@@ -10,17 +10,14 @@ step from the client's view (waves, queueing). Usage: python scripts/step_log_an
 from __future__ import annotations
 
 import gzip
-import json
 import re
 import sys
 from pathlib import Path
 
-import numpy as np
-
 from capacity import Scenario
 from capacity.estimate import calibration_for, plan_for
 from capacity.steptime import step_parts
-from validate.compare import argv_value
+from validate.compare import load_run
 
 STATS = re.compile(r"Avg prompt throughput: ([\d.]+) tokens/s, Avg generation throughput: ([\d.]+) tokens/s, "
                    r"Running: (\d+) reqs, Waiting: (\d+) reqs, GPU KV cache usage: ([\d.]+)%")
@@ -38,21 +35,16 @@ def windows(run: Path, min_running: int = 8) -> list[tuple[int, float, float]]:
     return out
 
 
-def scenario_of(run: Path) -> Scenario:
-    s = json.loads((run / "scenario.json").read_text())
-    argv = s.get("engine_argv", [])
-    tp = int(argv_value(argv, "--tensor-parallel-size", "-tp") or 1)
-    return Scenario(model=s["model"], gpu=s["gpu"], precision=s["precision"], kv_precision=s.get("kv_precision", "bf16"),
-                    tp=tp, num_gpus=tp, expert_parallel="--enable-expert-parallel" in argv, isl=1024, osl=128,
-                    load="sync")
-
-
 def rows(run: Path) -> list[dict]:
-    s = scenario_of(run)
+    """`run` is a server's folder (server.log.gz, scenario.json, facts.json, one folder per shape)."""
+    shape_dirs = sorted(p.parent for p in run.glob("*/points.jsonl"))
+    if not shape_dirs:
+        return []
+    measured = load_run(shape_dirs[0])  # model, GPU, precision, TP/EP as the comparison reads them
+    s = Scenario(**{**measured.scenario, "isl": 1024, "osl": 128})
     plan = plan_for(s)
     cal = calibration_for(s, plan)
-    facts = json.loads((run / "facts.json").read_text())
-    capacity = facts.get("kv_cache_tokens") or plan.memory.kv_capacity_tokens
+    capacity = measured.facts.get("kv_cache_tokens") or plan.memory.kv_capacity_tokens
     out = []
     for running, step_s, usage in windows(run):
         context = usage * capacity / running
@@ -69,8 +61,6 @@ def main() -> None:
     print(f"{'run':32s} {'tp':>2s} {'running':>7s} {'context':>7s} {'measured ms':>11s} {'model ms':>8s} "
           f"{'model GPU ms':>12s} {'excess µs/seq':>13s}")
     for run in runs:
-        if not (run / "scenario.json").exists() or not (run / "facts.json").exists():
-            continue
         for r in rows(run):
             excess = (r["measured_s"] - r["model_gpu_s"]) / r["running"] * 1e6
             print(f"{r['run'][:32]:32s} {r['tp']:2d} {r['running']:7d} {r['context']:7.0f} {r['measured_s'] * 1e3:11.1f} "

@@ -13,19 +13,14 @@ import pytest
 from capacity import Scenario, estimate
 from capacity.calibration import Calibration, parse_calibration_file
 from validate.calibrate import calibrate
-from validate.compare import argv_value, compare_dirs, load_run, summarize
+from validate.compare import compare_dirs, load_run, summarize
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "data/measurements/h200/vllm-0.26.0"
 RUNS = sorted(str(Path(p).parent) for p in glob.glob(str(DATA / "*/*/*/points.jsonl")) if "/warmup/" not in p)
 
 
-def tp_of(run_dir: str) -> int:
-    argv = json.loads((Path(run_dir).parent / "scenario.json").read_text()).get("engine_argv", [])
-    return int(argv_value(argv, "--tensor-parallel-size", "-tp") or 1)
-
-
-SINGLE_GPU = [d for d in RUNS if tp_of(d) == 1]
+SINGLE_GPU = [d for d in RUNS if load_run(d).scenario.get("tp", 1) == 1]
 
 
 def test_there_is_data():

@@ -128,7 +128,7 @@ def compare_run(run: MeasuredRun, calibrations: dict[str, Calibration | None]) -
                 rows.append({"run": str(run.path), "load": p.load, "mode": mode, "error": str(exc)})
                 continue
             row = {"run": str(run.path), "model": s.model, "gpu": s.gpu, "precision": s.precision, "tp": s.tp,
-                   "isl": s.isl, "osl": s.osl, "load": p.load, "mode": mode, "calibration": e.calibration,
+                   "expert_parallel": s.expert_parallel, "isl": s.isl, "osl": s.osl, "load": p.load, "mode": mode, "calibration": e.calibration,
                    "decode_bound": e.decode_bound, "prefill_bound": e.prefill_bound,
                    "measured_kv_tokens": run.facts.get("kv_cache_tokens"), "predicted_kv_tokens": e.kv_capacity_tokens}
             for mk, pk in METRICS.items():

@@ -156,26 +156,26 @@ def _write_tokenizer(out: Path, vocab_size: int, names: dict[int, str], max_len:
     (out / "tokenizer_config.json").write_text(json.dumps(config, indent=1))
 
 
-def _gemma3_processor(config: dict[str, Any], names: dict[int, str]) -> dict[str, dict[str, Any]] | None:
-    """Gemma 3's multimodal processor files (vLLM builds the processor even for text prompts):
-    the image processor of google/gemma-3-*-it (896 px SigLIP, 256 tokens per image) and the
-    tokenizer's image tokens. None for every other model."""
+def _gemma3_processor(config: dict[str, Any], names: dict[int, str]) -> tuple[dict[str, dict[str, Any]], dict[str, str]]:
+    """Gemma 3's multimodal processor (vLLM builds it even for text prompts): (files to write — the image
+    processor of google/gemma-3-*-it, 896 px SigLIP, 256 tokens per image — and the tokenizer's image
+    tokens). Nothing for every other model."""
     vision = config.get("vision_config")
     if config.get("model_type") != "gemma3" or not isinstance(vision, dict):
-        return None
+        return {}, {}
     roles = {"boi_token": config.get("boi_token_index"), "eoi_token": config.get("eoi_token_index"),
              "image_token": config.get("image_token_index")}
     if not all(isinstance(i, int) and i in names for i in roles.values()):
-        return None
+        return {}, {}
     size = vision.get("image_size", 896)
     per_image = config.get("mm_tokens_per_image", 256)
     image = {"image_processor_type": "Gemma3ImageProcessor", "processor_class": "Gemma3Processor",
              "do_resize": True, "size": {"height": size, "width": size}, "resample": 2, "do_rescale": True,
              "rescale_factor": 1 / 255, "do_normalize": True, "image_mean": [0.5] * 3, "image_std": [0.5] * 3,
              "do_convert_rgb": None, "do_pan_and_scan": None, "image_seq_length": per_image}
-    return {"preprocessor_config.json": image,
-            "processor_config.json": {"processor_class": "Gemma3Processor", "image_seq_length": per_image},
-            "extra_special_tokens": {role: names[i] for role, i in roles.items()}}
+    files = {"preprocessor_config.json": image,
+             "processor_config.json": {"processor_class": "Gemma3Processor", "image_seq_length": per_image}}
+    return files, {role: names[i] for role, i in roles.items()}
 
 
 def sha256_file(path: Path) -> str:
@@ -236,9 +236,9 @@ def prepare_model_dir(model: str, out_dir: Path) -> ModelInfo:
     # The config is copied byte for byte (Gemma 3 keeps its multimodal parts), so its hash matches.
     (out_dir / "config.json").write_bytes(config_path.read_bytes())
     names = _special_names(roles)
-    processor = _gemma3_processor(config, names)
-    _write_tokenizer(out_dir, vocab, names, max_pos, processor.pop("extra_special_tokens") if processor else None)
-    for filename, content in (processor or {}).items():
+    processor_files, image_tokens = _gemma3_processor(config, names)
+    _write_tokenizer(out_dir, vocab, names, max_pos, image_tokens)
+    for filename, content in processor_files.items():
         (out_dir / filename).write_text(json.dumps(content, indent=1))
     generation = {k: (v[0] if len(v) == 1 else v) for k, v in roles.items() if v and k.endswith("token_id")}
     (out_dir / "generation_config.json").write_text(json.dumps(generation, indent=1))
