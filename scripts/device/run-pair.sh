@@ -2,8 +2,7 @@
 # On a 2-GPU machine: run two campaign specs at once, one per GPU (independent single-GPU servers).
 # usage: scripts/device/run-pair.sh SPEC_GPU0 SPEC_GPU1 BUDGET_S
 set -uo pipefail
-export PYTHONPATH=/tmp/site:$PWD HF_HUB_OFFLINE=1 VLLM_NO_USAGE_STATS=1 VLLM_USE_FLASHINFER_SAMPLER=0 \
-       VLLM_ALLREDUCE_USE_SYMM_MEM=0 NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 PYTHONUNBUFFERED=1
+. "$(dirname "$0")/env.sh"
 nvidia-smi --query-gpu=index,name,memory.total,driver_version --format=csv > "$OUT/gpus.csv"
 CUDA_VISIBLE_DEVICES=0 python3 scripts/device/campaign.py "$1" "$OUT" --budget-s "$3" --port 8000 \
   --work /tmp/g0/campaign --name gpu0 > "$OUT/gpu0.log" 2>&1 &

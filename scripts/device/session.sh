@@ -6,9 +6,7 @@
 # NVLink multicast stays off: the machine's NCCL_NVLS_ENABLE=0 / TORCH_SYMM_MEM_DISABLE_MULTICAST=1 are kept,
 # and vLLM's symmetric-memory all-reduce is turned off.
 set -uo pipefail
-export PYTHONPATH=/tmp/site:$PWD HF_HUB_OFFLINE=1 VLLM_NO_USAGE_STATS=1 VLLM_USE_FLASHINFER_SAMPLER=0 \
-       VLLM_ALLREDUCE_USE_SYMM_MEM=0 NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 \
-       NVSHMEM_DISABLE_NVLS=1 PYTHONUNBUFFERED=1
+. "$(dirname "$0")/env.sh"
 RES=/tmp/res
 mkdir -p "$RES"
 t0=$(date +%s)
