@@ -4,6 +4,7 @@ run every (shape, load) point with `validate sweep`, stop it; pack the results a
 Runs where this repo is not installed (the lent H200): PYTHONPATH=<site>:. python3 scripts/device/campaign.py
 SPEC.json OUTDIR [--budget-s S]. The spec lists configs: {"model", "precision", "engine_args", "shapes": [[isl, osl]],
 "points": ["sync:N", "concurrency:C:N", "burst:N", "rates:K:SECONDS", "warmburst:N"], "warmup_rounds": F}, optionally
+a shape's own point list as a third element ([isl, osl, ["sync:3"]]) instead of "points",
 "name" (the result folder; default MODEL-PRECISION), "engine" (vllm | transformers) and "random_checkpoint": true
 (write random safetensors weights first, for engines without a dummy load format). A point that would not finish
 inside the time budget is skipped (its name goes to skipped.txt); everything finished is in OUTDIR/campaign.tar.gz.
@@ -120,10 +121,10 @@ def run_config(cfg: dict, out: Path, budget_s: float, skipped: list[str]) -> Non
         pack(out)
         base = [sys.executable, "-m", "validate.cli", "sweep", "--base-url", ec.base_url, "--model", served,
                 "--model-config", info.path, "--gpu", cfg.get("gpu", "h200-sxm"), "--dialect", dialect(engine_name)]
-        for isl, osl in cfg["shapes"]:
+        for isl, osl, *own in cfg["shapes"]:
             d = root / f"{isl}x{osl}"
             sb = base + ["--isl", str(isl), "--osl", str(osl)]
-            for spec in cfg["points"]:
+            for spec in (own[0] if own else cfg["points"]):
                 if elapsed() > budget_s:
                     skipped.append(f"{slug} {isl}x{osl} {spec}")
                     continue
