@@ -26,6 +26,8 @@ CONFIG_PACKAGE = "capacity.model_configs"
 DEFAULT_VOCAB_SIZES = {"gemma3": 262_208, "gemma3_text": 262_208}
 # Gemma 3's special ids (tokenizer.json of google/gemma-3-*): pad 0, eos 1, bos 2.
 DEFAULT_SPECIAL_IDS = {"gemma3": {"pad_token_id": 0, "bos_token_id": 2}}
+# Gemma 3's newline tokens (ids 107-110 of its tokenizer.json): vLLM's Gemma 3 processor looks them up by text.
+GEMMA3_NEWLINES = {107: "\n", 108: "\n\n", 109: "\n\n\n", 110: "\n\n\n\n"}
 
 
 class ModelInfo(BaseModel):
@@ -237,6 +239,8 @@ def prepare_model_dir(model: str, out_dir: Path) -> ModelInfo:
     (out_dir / "config.json").write_bytes(config_path.read_bytes())
     names = _special_names(roles)
     processor_files, image_tokens = _gemma3_processor(config, names)
+    if processor_files:
+        names.update({i: t for i, t in GEMMA3_NEWLINES.items() if i < vocab and i not in names})
     _write_tokenizer(out_dir, vocab, names, max_pos, image_tokens)
     for filename, content in processor_files.items():
         (out_dir / filename).write_text(json.dumps(content, indent=1))
