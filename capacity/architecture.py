@@ -79,6 +79,11 @@ class ModelArch(BaseModel):
         return self.num_heads * self.head_dim
 
 
+# transformers' config defaults for fields that released config.json files leave out (Gemma3TextConfig:
+# max_position_embeddings=131072; vLLM takes its max_model_len from it).
+DEFAULT_MAX_POSITIONS = {"gemma3": 131_072, "gemma3_text": 131_072}
+
+
 def _first(cfg: dict[str, Any], *keys: str, default: Any = None) -> Any:
     for k in keys:
         if cfg.get(k) is not None:
@@ -213,7 +218,8 @@ def parse_config(cfg: dict[str, Any], name: str = "custom") -> ModelArch:
             tie_word_embeddings=bool(_first(cfg, "tie_word_embeddings", default=text.get("tie_word_embeddings", False))),
             layer_kinds=kinds,
             sliding_window=window,
-            max_position_embeddings=int(_first(text, "max_position_embeddings", default=0)),
+            max_position_embeddings=int(_first(text, "max_position_embeddings", default=0)
+                                        or DEFAULT_MAX_POSITIONS.get(str(cfg.get("model_type")), 0)),
             moe=moe,
             mla=mla,
             vision_params=_vision_params(cfg.get("vision_config"), hidden),

@@ -33,7 +33,12 @@ class Efficiency(BaseModel):
     eager_layer_overhead_s: float = Field(3e-5, ge=0, description="extra cost per layer when a step has more tokens "
                                                                   "than the largest CUDA graph (kernels launched one by one)")
     sequence_overhead_s: float = Field(5e-6, ge=0, description="CPU cost per running sequence per step")
+    host_token_s: float = Field(0.0, ge=0, description="host time per sampled token, pipelined with the GPU: a step "
+                                                       "lasts at least this × its sequences (front-end and scheduler "
+                                                       "throughput ceiling; 0 = none)")
     request_overhead_s: float = Field(5e-3, ge=0, description="added to TTFT: HTTP, input processing, first detokenize")
+    admission_s: float = Field(1e-3, ge=0, description="front-end time per request, serial: requests submitted together "
+                                                      "wait for the whole group to be taken in before tokens flow")
 
 
 class ResidualStats(BaseModel):
@@ -67,8 +72,8 @@ class Calibration(BaseModel):
 IDEAL = Calibration(
     engine="ideal",
     efficiency=Efficiency(weight_bandwidth=1, kv_bandwidth=1, matmul=1, moe_matmul=1, attention_matmul=1, link=1,
-                          link_latency_s=0, step_overhead_s=0, layer_overhead_s=0, moe_layer_overhead_s=0, eager_layer_overhead_s=0, sequence_overhead_s=0,
-                          request_overhead_s=0),
+                          link_latency_s=0, step_overhead_s=0, layer_overhead_s=0, moe_layer_overhead_s=0, eager_layer_overhead_s=0, sequence_overhead_s=0, host_token_s=0,
+                          request_overhead_s=0, admission_s=0),
     notes="pure roofline: every efficiency 1, every overhead 0",
 )
 

@@ -27,6 +27,8 @@ class EngineProfile(BaseModel):
     moe_activation_factor: float = Field(ge=0, description="fused-MoE workspaces per routed token, in units of (2·f_e + h) bf16 values")
     moe_cuda_graph_bytes: float = Field(0.0, ge=0, description="CUDA-graph estimate subtracted from the KV budget for MoE models")
     max_cudagraph_tokens: int = Field(512, ge=0, description="steps with more tokens run without CUDA graphs")
+    in_flight_batches: int = Field(2, ge=1, description="batches scheduled but not finished (async scheduling: 2); "
+                                   "a sliding-window group may hold window − 1 + this × token budget tokens")
 
 
 VLLM = EngineProfile(
@@ -57,6 +59,7 @@ IDEAL = EngineProfile(
     sampler_copies=0.0,
     moe_activation_factor=0.0,
     max_cudagraph_tokens=0,
+    in_flight_batches=1,
 )
 
 PROFILES = {"vllm": VLLM, "ideal": IDEAL}

@@ -4,6 +4,12 @@ vLLM: KV memory = usable × gpu_memory_utilization − weights − activation pe
 (a forward of max_num_batched_tokens tokens, and the sampler warm-up over max_num_seqs logits)
 − non-torch memory − CUDA graphs. Blocks = KV memory ÷ (block bytes × layers per pool); hybrid
 sliding/full models share pools between layer groups (vLLM's hybrid allocator).
+
+The token count vLLM prints ("GPU KV cache size") is blocks × block size for uniform models, but for hybrid
+ones it is max_model_len × the number of max_model_len requests the blocks hold, where a sliding-window
+group's request holds at most window − 1 + in-flight tokens (+1 block): Gemma 3 27B on an H200 prints
+551,292 tokens for 61,9xx blocks, i.e. 4.2 requests of 131,072 tokens. `kv_capacity_tokens` follows that
+rule so it can be checked against the log; concurrency comes from `max_sequences`, not from it.
 """
 
 from __future__ import annotations
@@ -65,8 +71,21 @@ def kv_groups(m: ModelArch) -> tuple[int, int]:
     return math.ceil(full / size) + math.ceil(sliding / size), size
 
 
+def reported_tokens(m: ModelArch, num_blocks: int, groups: int, layers_per_group: int, profile: EngineProfile,
+                    max_model_len: int) -> int:
+    """The KV cache size in tokens as vLLM prints it (see the module docstring)."""
+    block = profile.block_size_tokens
+    if groups == 1 or not m.sliding_window or max_model_len <= 0:
+        return num_blocks // groups * block
+    full_groups = math.ceil(m.num_full_layers / layers_per_group)
+    held = min(m.sliding_window - 1 + profile.in_flight_batches * profile.max_num_batched_tokens, max_model_len)
+    per_request = (full_groups * math.ceil(max_model_len / block)
+                   + (groups - full_groups) * (math.ceil(held / block) + 1))
+    return int(num_blocks / per_request * max_model_len)
+
+
 def plan_memory(m: ModelArch, usable_bytes: float, weight_bytes: float, kv_bytes: float,
-                profile: EngineProfile, tp: int = 1) -> MemoryPlan:
+                profile: EngineProfile, tp: int = 1, max_model_len: int | None = None) -> MemoryPlan:
     budget = usable_bytes * profile.gpu_memory_utilization
     act = activation_peak_bytes(m, profile, tp)
     graphs = profile.cuda_graph_bytes + (profile.moe_cuda_graph_bytes if m.moe is not None else 0.0)
@@ -75,7 +94,8 @@ def plan_memory(m: ModelArch, usable_bytes: float, weight_bytes: float, kv_bytes
     groups, layers_per_group = kv_groups(m)
     page = per_token_layer * profile.block_size_tokens
     num_blocks = max(0, int(kv_mem // page // layers_per_group)) if kv_mem > 0 else 0
-    tokens = num_blocks // groups * profile.block_size_tokens
+    tokens = reported_tokens(m, num_blocks, groups, layers_per_group, profile,
+                             max_model_len or m.max_position_embeddings)
     return MemoryPlan(usable_bytes, budget, weight_bytes, act, profile.non_torch_bytes, graphs,
                       max(kv_mem, 0.0), per_token_layer, num_blocks, tokens, groups, layers_per_group)
 

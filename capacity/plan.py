@@ -79,7 +79,7 @@ def make_plan(m: ModelArch, gpu: Gpu, precision: str, kv_precision: str, profile
     kv_b = kv_bytes_per_element(kv_precision)
     ep = tp if (expert_parallel and m.moe is not None) else 1
     w = weight_bytes(m, fmt, tp, ep)
-    mem = plan_memory(m, gpu.usable_memory_bytes, w.total, kv_b, profile, tp)
+    mem = plan_memory(m, gpu.usable_memory_bytes, w.total, kv_b, profile, tp, max_model_len)
     need_ctx = max(context, max_model_len or 0)
     per_seq_blocks = float(blocks_per_sequence(m, need_ctx, mem, profile.block_size_tokens))
     if mem.kv_cache_bytes <= 0 or mem.num_blocks < per_seq_blocks:

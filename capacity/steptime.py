@@ -9,6 +9,10 @@ attending s keys on average, summed over layers). Per GPU, with tensor parallel 
   comms:     2 all-reduces per layer of T·h·2 bytes when t > 1
   overhead:  step + per-layer + per-sequence constants, and per-layer launch costs for steps larger
              than the engine's largest CUDA graph
+  host:      the engine's host work per sampled token (scheduling, input preparation, detokenizing and
+             streaming each sequence's token) runs in other processes/threads, pipelined with the GPU: a
+             step lasts at least host_token_s × its sequences. At ~1,000 running sequences this ceiling,
+             not the GPU, sets decode throughput (vLLM 0.26 on H200: ~15k tokens/s whatever the model)
 
 Each operator takes max(FLOPs ÷ achieved FLOP/s, bytes ÷ achieved bandwidth); operators run one
 after another, so their times add. With `ideal`, the step is the whole-step roofline
@@ -105,6 +109,8 @@ class StepParts:
     attention_bytes: np.ndarray
     comm_s: np.ndarray
     overhead_s: np.ndarray
+    gpu_s: np.ndarray  # operators and communication, without the overheads
+    host_s: np.ndarray  # the pipelined host floor (host_token_s × sequences)
     time_s: np.ndarray
 
     @property
@@ -155,7 +161,9 @@ def step_parts(c: StepCosts, eff: Efficiency, decode_seqs, decode_context, prefi
     if ideal:
         total_flops = lin_flops + exp_flops + attn_flops
         total_bytes = lin_bytes + exp_bytes + attn_bytes
-        time = roof(total_flops, c.peak_flops_per_s, 1.0, total_bytes, c.bandwidth_bytes_per_s, 1.0) + comm
+        gpu = roof(total_flops, c.peak_flops_per_s, 1.0, total_bytes, c.bandwidth_bytes_per_s, 1.0) + comm
+        host = np.zeros_like(tokens)
+        time = gpu
     else:
         t_lin = roof(lin_flops, c.peak_flops_per_s, eff.matmul, lin_bytes, c.bandwidth_bytes_per_s, eff.weight_bandwidth)
         t_exp = roof(exp_flops, c.peak_flops_per_s, eff.moe_matmul, exp_bytes, c.bandwidth_bytes_per_s, eff.weight_bandwidth)
@@ -163,9 +171,13 @@ def step_parts(c: StepCosts, eff: Efficiency, decode_seqs, decode_context, prefi
                      c.bandwidth_bytes_per_s, eff.kv_bandwidth)
         t_pre = roof(attn_pre_flops, c.attention_peak_flops_per_s, eff.attention_matmul, attn_pre_bytes,
                      c.bandwidth_bytes_per_s, eff.weight_bandwidth)
-        time = t_lin + t_exp + t_dec + t_pre + comm + overhead
+        gpu = t_lin + t_exp + t_dec + t_pre + comm
+        host = eff.host_token_s * (d + np.minimum(p, 1.0))
+        time = np.maximum(gpu + overhead, host)
+    shape = tokens.shape
     return StepParts(lin_flops, lin_bytes, exp_flops, exp_bytes, attn_flops, attn_bytes,
-                     np.broadcast_to(comm, tokens.shape), np.broadcast_to(overhead, tokens.shape), time)
+                     np.broadcast_to(comm, shape), np.broadcast_to(overhead, shape), np.broadcast_to(gpu, shape),
+                     np.broadcast_to(host, shape), time)
 
 
 def step_time_s(c: StepCosts, eff: Efficiency, decode_seqs, decode_context, prefill_tokens=0.0,

@@ -9,7 +9,8 @@ Two regimes, both with the engine's token budget per step M (chunked prefill) an
   chunk j waits j chunk steps for its first token (mean TTFT (k+1)/2 chunk steps) and sits through
   k−j chunk steps while decoding (mean ITL rises by (k−1)/2 chunk steps over O−1 gaps). When the KV
   cache cannot hold every sequence at full length, the engine preempts the excess and recomputes it
-  after the others finish: a tail.
+  after the others finish: a tail. The engine's front-end takes requests in one at a time
+  (`admission_s` each), so a group submitted together waits N·admission before tokens stream back.
 * **Steady state.** Staggered arrivals (a rate R), or more requests than slots: B sequences running,
   λ admitted per step (λ ≤ B/O slots, λ·(I+O−1) ≤ M budget), a share f of steps carrying a prefill
   chunk q; mean step t̄ = f·t(d, q) + (1−f)·t(d, 0); requests/s = λ ÷ t̄. Below capacity the running
@@ -108,7 +109,8 @@ def wave(c: StepCosts, eff: Efficiency, budget: float, isl, osl, n, full_length,
                                                   keys, ideal) * np.ceil(evicted * (I + done_tokens) / budget), 0.0)
     tail = tail_steps * _decode_step(c, eff, np.maximum(evicted, 1.0), I + O, ideal, extras) + recompute
     duration = k * t_c + decode_steps * t_d + tail
-    ttft = eff.request_overhead_s + (k + 1) / 2 * t_c
+    # the front-end takes the N requests in one by one before it streams first tokens back
+    ttft = eff.request_overhead_s + N * eff.admission_s + (k + 1) / 2 * t_c
     gaps = np.maximum(O - 1, 1.0)
     itl = (decode_steps * t_d + np.minimum((k - 1) / 2, decode_steps) * (t_c - t_d) + tail * evicted / N) / gaps
     return {"ttft": ttft, "itl": itl, "duration": duration, "t_dec": t_d, "t_mix": t_c, "running": N, "O": O, "I": I}
@@ -193,7 +195,7 @@ def burst(c, eff, budget, isl, osl, num_requests, slots: Slots, ideal, extras=Ex
     first = B * I_new / budget
     slot_steps = (B * first / 2 + (N - B) * (first + (N - B) / (2 * s["lam"]))) / N
     wait_steps = np.where(budget_bound, N / (2 * s["lam"]), slot_steps)
-    s["ttft"] = s["ttft"] + wait_steps * s["t_bar"]
+    s["ttft"] = s["ttft"] + wait_steps * s["t_bar"] + N * eff.admission_s
     s["rps"] = rps_s
     one_wave = N <= slots.running
     m = _pick(one_wave, w, s)

@@ -1,16 +1,10 @@
-"""Decode step time at large batch, read from vLLM's own periodic stats lines, against the model's step.
-
-vLLM logs every ~10 s "Avg prompt throughput: P tokens/s, Avg generation throughput: G tokens/s, Running: N reqs,
-... GPU KV cache usage: U %". In a window with P = 0 every step is a pure decode step of N sequences, so one step
-takes N / G seconds, and the mean context is U × (KV cache tokens) / N. Those windows isolate the large-batch decode
-step from the client's view (waves, queueing). Usage: python scripts/step_log_analysis.py [RUN_DIR ...]
-(default: every run under data/measurements/h200/vllm-0.26.0 with a server.log.gz).
+"""Decode step time at large batch, read from vLLM's own periodic stats lines (validate/steplog.py), against
+the model's step. Usage: python scripts/step_log_analysis.py [RUN_DIR ...] (default: every run under
+data/measurements/h200/vllm-0.26.0 with a server.log.gz).
 """
 
 from __future__ import annotations
 
-import gzip
-import re
 import sys
 from pathlib import Path
 
@@ -18,21 +12,13 @@ from capacity import Scenario
 from capacity.estimate import calibration_for, plan_for
 from capacity.steptime import step_parts
 from validate.compare import load_run
-
-STATS = re.compile(r"Avg prompt throughput: ([\d.]+) tokens/s, Avg generation throughput: ([\d.]+) tokens/s, "
-                   r"Running: (\d+) reqs, Waiting: (\d+) reqs, GPU KV cache usage: ([\d.]+)%")
+from validate.steplog import decode_windows, server_log_text
 ROOT = Path("data/measurements/h200/vllm-0.26.0")
 
 
 def windows(run: Path, min_running: int = 8) -> list[tuple[int, float, float]]:
     """(running, step seconds, KV usage fraction) of every pure-decode stats window."""
-    text = gzip.open(run / "server.log.gz", "rt", errors="replace").read()
-    out = []
-    for m in STATS.finditer(text):
-        prompt, gen, running, waiting, usage = float(m[1]), float(m[2]), int(m[3]), int(m[4]), float(m[5]) / 100
-        if prompt == 0 and gen > 0 and running >= min_running and waiting == 0:
-            out.append((running, running / gen, usage))
-    return out
+    return [(w.running, w.step_s, w.kv_usage) for w in decode_windows(server_log_text(run) or "", min_running)]
 
 
 def rows(run: Path) -> list[dict]:
@@ -49,10 +35,9 @@ def rows(run: Path) -> list[dict]:
     for running, step_s, usage in windows(run):
         context = usage * capacity / running
         parts = step_parts(plan.costs, cal.efficiency, running, context, 0.0, 0.0)
-        overhead = float(parts.overhead_s)
         out.append({"run": run.name, "tp": s.tp, "running": running, "context": context, "measured_s": step_s,
-                    "model_s": float(parts.time_s), "model_gpu_s": float(parts.time_s) - overhead,
-                    "model_overhead_s": overhead})
+                    "model_s": float(parts.time_s), "model_gpu_s": float(parts.gpu_s),
+                    "model_host_s": float(parts.host_s), "model_overhead_s": float(parts.overhead_s)})
     return out
 
 

@@ -102,3 +102,15 @@ def test_vllm_kv_tokens_from_memory_budget():
     blocks = int(kv_mem // (4096 * 16) // 32)  # 4096 bytes per token per layer, 16-token blocks, 32 layers
     assert plan.num_blocks == blocks
     assert plan.kv_capacity_tokens == blocks * 16
+
+
+def test_gemma3_reported_kv_tokens_follow_vllms_hybrid_rule():
+    """vLLM prints max_model_len × (requests of max_model_len that the blocks hold) for hybrid models: a request
+    holds every block in the full-attention group but only window − 1 + 2 × 8192 in-flight tokens (+1 block) in
+    each of the 6 sliding groups. 61,941 blocks → 4.206 requests of 131,072 tokens → 551,3xx (the log: 551,292)."""
+    m = load_model("google/gemma-3-27b-it")
+    assert m.max_position_embeddings == 131_072  # transformers' default; the released config leaves it out
+    plan = plan_memory(m, 143_771 * 2**20, weight_bytes(m, "bf16").total, 2.0, VLLM)
+    per_request = 131_072 // 16 + 6 * ((1023 + 2 * 8192 + 15) // 16 + 1)
+    assert plan.kv_capacity_tokens == int(plan.num_blocks / per_request * 131_072)
+    assert plan.kv_capacity_tokens > 3.5 * plan.num_blocks // 7 * 16  # not blocks ÷ groups × block size

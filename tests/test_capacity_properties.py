@@ -106,3 +106,14 @@ def test_tensor_parallel_adds_kv_room_and_cuts_itl():
     two = estimate(Scenario(model="Qwen/Qwen3-32B", tp=2, num_gpus=2))
     assert two.kv_capacity_tokens > 2 * one.kv_capacity_tokens
     assert two.itl_s < one.itl_s
+
+
+@given(d=batch, ctx=lengths, h=st.floats(1e-6, 2e-4))
+def test_host_floor_bounds_the_step_and_does_not_shrink_with_tensor_parallel(d, ctx, h):
+    """The pipelined host work (host_token_s per sequence) is a floor under the step on one GPU and at TP=2:
+    splitting the GPU work over two GPUs leaves the host work as it is."""
+    eff = EFF.model_copy(update={"host_token_s": h})
+    tp2 = make_plan(MODEL, load_gpu("h200-sxm"), "bf16", "bf16", VLLM, num_gpus=2, tp=2)
+    for plan in (PLAN, tp2):
+        assert step_time_s(plan.costs, eff, d, ctx) >= h * d * (1 - 1e-12)
+    assert step_time_s(PLAN.costs, eff, d, ctx) >= step_time_s(PLAN.costs, EFF.model_copy(update={"host_token_s": 0}), d, ctx)

@@ -17,7 +17,9 @@ from validate.compare import compare_dirs, load_run, summarize
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "data/measurements/h200/vllm-0.26.0"
-RUNS = sorted(str(Path(p).parent) for p in glob.glob(str(DATA / "*/*/*/points.jsonl")) if "/warmup/" not in p)
+ALL_RUNS = sorted(str(Path(p).parent) for p in glob.glob(str(DATA / "*/*/*/points.jsonl")) if "/warmup/" not in p)
+RUNS = [d for d in ALL_RUNS if load_run(d).scenario["engine"] == "vllm"]  # the model is of vLLM
+TRANSFORMERS_RUNS = [d for d in ALL_RUNS if load_run(d).scenario["engine"] == "transformers"]
 
 
 SINGLE_GPU = [d for d in RUNS if load_run(d).scenario.get("tp", 1) == 1]
@@ -106,3 +108,45 @@ def test_calibration_elsewhere_is_a_marked_extrapolation():
     assert set(h.intervals) >= {"ttft_s", "itl_s", "requests_per_s"}
     lo, hi = h.intervals["itl_s"]
     assert lo <= h.itl_s <= hi or np.isclose(lo, h.itl_s) or np.isclose(hi, h.itl_s)
+
+
+def test_bursts_at_tensor_parallel_carry_over_with_the_host_floor(comparison):
+    """Bursts of 1,000 at TP=2 were 43-65 % slower than the additive step model said (host-bound decode at
+    ~1,000 sequences); with the pipelined host floor fitted on one GPU they must land within 25 %."""
+    tp2 = comparison[(comparison["mode"] == "calibrated") & (comparison["tp"] == 2)
+                     & comparison["load"].str.startswith("burst")]
+    assert len(tp2) >= 5
+    assert tp2["error_requests_per_s"].abs().max() < 0.25
+
+
+def test_never_fitted_model_gemma3_sliding_window():
+    """Gemma 3 27B (5:1 sliding-window layers) was never part of any fit: sync ITL within 10 %, and every
+    measured point's ITL and requests/s within 20 %."""
+    gemma = [d for d in RUNS if "gemma-3" in d]
+    df = compare_dirs(gemma, {"calibrated": None})
+    assert len(df) >= 8
+    assert "error" not in df or df["error"].isna().all()
+    sync = df[df["load"] == "sync"]
+    assert len(sync) >= 3 and sync["error_itl_s"].abs().max() < 0.10
+    assert df["error_itl_s"].abs().max() < 0.20 and df["error_requests_per_s"].abs().max() < 0.20
+
+
+def test_transformers_baseline_is_measured_and_slower_than_vllm():
+    """The plain-Transformers server (same GPU, model, shape) against vLLM: one request at a time already
+    several times slower per token, and it does not batch 8 concurrent users into more throughput."""
+    assert TRANSFORMERS_RUNS
+    tf = {(Path(d).name, p.load): p for d in TRANSFORMERS_RUNS for p in load_run(d).points}
+    vllm = {p.load: p for d in RUNS if "sitting-1/Llama-3.1-8B-bf16/1024x128" in d for p in load_run(d).points}
+    assert tf[("1024x128", "sync")].mean_itl_s > 3 * vllm["sync"].mean_itl_s
+    assert tf[("1024x128", "concurrency:8")].requests_per_s < 1.5 * tf[("1024x128", "sync")].requests_per_s
+
+
+def test_decode_windows_from_a_real_vllm_log():
+    """The ladder's server log: at 384-1,024 running sequences a decode step costs 55-105 µs per sequence
+    whatever the context (host-bound), the regime the host floor models."""
+    from validate.steplog import decode_windows, server_log_text
+
+    text = server_log_text(DATA / "sitting-4/Llama-3.1-8B-bf16-ladder")
+    big = [w for w in decode_windows(text) if w.running >= 384]
+    assert len(big) >= 10
+    assert all(55e-6 < w.step_s / w.running < 105e-6 for w in big)

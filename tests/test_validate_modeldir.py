@@ -91,8 +91,10 @@ out = Path(sys.argv[2])
 prepare_model_dir(sys.argv[1], out)
 proc = AutoProcessor.from_pretrained(out)
 tok = proc.tokenizer
+vocab = tok.get_vocab()  # vLLM's Gemma 3 processor looks its newline tokens up by text
 print(json.dumps({"processor": type(proc).__name__, "image_seq_length": proc.image_seq_length,
-                  "boi": tok.convert_tokens_to_ids(tok.boi_token), "image": tok.image_token_id}))
+                  "boi": tok.convert_tokens_to_ids(tok.boi_token), "image": tok.image_token_id,
+                  "newlines": [vocab["\\n" * k] for k in range(1, 5)]}))
 """
 
 
@@ -103,5 +105,6 @@ def test_gemma3_folder_has_the_processor_vllm_builds(vllm_python, tmp_path):
                             capture_output=True, text=True, env=env, timeout=180)
     assert result.returncode == 0, result.stderr[-2000:]
     facts = json.loads(result.stdout.strip().splitlines()[-1])
-    assert facts == {"processor": "Gemma3Processor", "image_seq_length": 256, "boi": 255_999, "image": 262_144}
+    assert facts == {"processor": "Gemma3Processor", "image_seq_length": 256, "boi": 255_999, "image": 262_144,
+                     "newlines": [107, 108, 109, 110]}
 

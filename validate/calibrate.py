@@ -18,9 +18,11 @@ import numpy as np
 from capacity import Scenario
 from capacity.calibration import Calibration, Efficiency, ResidualStats
 from capacity.errors import CapacityError
-from capacity.estimate import estimate_with_calibration
+from capacity.estimate import estimate_with_calibration, plan_for
+from capacity.steptime import step_time_s
 from validate.compare import MeasuredRun, load_run, point_scenario
 from validate.errors import ValidateError
+from validate.steplog import decode_windows, server_log_text
 
 FIT_METRICS = {"mean_ttft_s": "ttft_s", "mean_itl_s": "itl_s", "requests_per_s": "requests_per_s"}
 # Expected spread of log(measured/predicted) by load kind (weighted least squares, weight 1/σ): one
@@ -28,19 +30,26 @@ FIT_METRICS = {"mean_ttft_s": "ttft_s", "mean_itl_s": "itl_s", "requests_per_s":
 # and drain dynamics the closed form only approximates; TTFT under load is mostly queueing.
 SIGMA_BY_LOAD = {"sync": 0.03, "concurrency": 0.06, "rate": 0.06, "burst": 0.15}
 SIGMA_TTFT_FACTOR = 2.0
-# parameter: (low, high); fitted only where the data can identify it
+SIGMA_STEP = 0.10  # a decode step read from a 10-second stats window of the engine's log
+STEP_MIN_RUNNING = 32
+# parameter: (low, high); fitted only where the data can identify it. The efficiencies stop where the best
+# published kernels stop (a copy kernel reaches ~90 % of HBM peak, cuBLAS ~75-80 % of dense bf16 peak,
+# FlashAttention 3 ~75 % in prefill), and eager launches cost at most ~100 µs per layer (~15 kernels at a few
+# µs each): beyond that the fit would trade one term for another instead of measuring it.
 BOUNDS = {
-    "weight_bandwidth": (0.3, 1.0),
-    "kv_bandwidth": (0.15, 1.0),
-    "matmul": (0.2, 1.0),
-    "attention_matmul": (0.05, 1.0),
-    "moe_matmul": (0.05, 1.0),
+    "weight_bandwidth": (0.3, 0.92),
+    "kv_bandwidth": (0.15, 0.92),
+    "matmul": (0.2, 0.8),
+    "attention_matmul": (0.05, 0.75),
+    "moe_matmul": (0.05, 0.8),
     "step_overhead_s": (0.0, 0.02),
     "layer_overhead_s": (0.0, 3e-4),
     "moe_layer_overhead_s": (0.0, 3e-4),
     "sequence_overhead_s": (0.0, 2e-4),
-    "eager_layer_overhead_s": (0.0, 1e-3),
+    "host_token_s": (0.0, 3e-4),
+    "eager_layer_overhead_s": (0.0, 1e-4),
     "request_overhead_s": (0.0, 0.1),
+    "admission_s": (0.0, 0.01),
 }
 
 
@@ -62,6 +71,47 @@ def samples(runs: list[MeasuredRun]) -> list[Sample]:
             meas = {pk: float(getattr(p, mk)) for mk, pk in FIT_METRICS.items() if getattr(p, mk)}
             out.append(Sample(f"{s.model} {s.precision} {s.isl}x{s.osl} {p.load}", f"{s.isl}x{s.osl}", s, meas))
     return out
+
+
+@dataclass(frozen=True)
+class StepSample:
+    """One pure-decode window of an engine log: `running` sequences at mean `context` took `step_s` per step."""
+    scenario: Scenario
+    running: int
+    context: float
+    step_s: float
+
+
+def step_samples(runs: list[MeasuredRun]) -> list[StepSample]:
+    """Decode windows from the server logs beside the runs (one log per server; models with sliding-window
+    layers are skipped: their KV usage does not translate into a context length)."""
+    out, seen = [], set()
+    for run in runs:
+        server = run.path.parent
+        tokens = run.facts.get("kv_cache_tokens")
+        if server in seen or not tokens:
+            continue
+        seen.add(server)
+        text = server_log_text(server)
+        if not text:
+            continue
+        s = point_scenario(run, run.points[0]) if run.points else None
+        if s is None or plan_for(s).model.sliding_window:
+            continue
+        for w in decode_windows(text, STEP_MIN_RUNNING):
+            out.append(StepSample(s, w.running, w.kv_usage * tokens / w.running, w.step_s))
+    return out
+
+
+def step_errors(steps: list[StepSample], eff: Efficiency) -> np.ndarray:
+    plans = {}
+    errs = []
+    for st in steps:
+        key = (st.scenario.model, st.scenario.precision, st.scenario.tp, st.scenario.expert_parallel)
+        plan = plans.get(key) or plans.setdefault(key, plan_for(st.scenario))
+        model = float(step_time_s(plan.costs, eff, st.running, st.context))
+        errs.append(math.log(model / st.step_s) / SIGMA_STEP)
+    return np.asarray(errs)
 
 
 def split(data: list[Sample], holdout_shapes: list[str] | None) -> tuple[list[Sample], list[Sample]]:
@@ -100,11 +150,18 @@ def free_parameters(data: list[Sample]) -> list[str]:
     return names
 
 
-def fit(train: list[Sample], start: Efficiency | None = None) -> Efficiency:
+# What a second weight precision of the same engine and GPU refits: the kernels that touch the weights.
+# Attention reads a bf16 KV cache either way, and overheads are host and launch costs of the engine, so
+# those come from the first fit.
+KERNEL_PARAMETERS = ("weight_bandwidth", "matmul", "moe_matmul")
+
+
+def fit(train: list[Sample], start: Efficiency | None = None, only: tuple[str, ...] | None = None,
+        steps: list[StepSample] = ()) -> Efficiency:
     from scipy.optimize import least_squares
 
     start = start or Efficiency()
-    names = free_parameters(train)
+    names = [n for n in free_parameters(train) if only is None or n in only]
     lo = np.array([BOUNDS[n][0] for n in names])
     hi = np.array([BOUNDS[n][1] for n in names])
     scale = hi - lo
@@ -112,7 +169,8 @@ def fit(train: list[Sample], start: Efficiency | None = None) -> Efficiency:
 
     def residuals(z: np.ndarray) -> np.ndarray:
         x = lo + scale * z
-        return log_errors(train, start.model_copy(update=dict(zip(names, x.tolist()))), weighted=True)
+        eff = start.model_copy(update=dict(zip(names, x.tolist())))
+        return np.concatenate([log_errors(train, eff, weighted=True), step_errors(list(steps), eff)])
 
     res = least_squares(residuals, (x0 - lo) / scale, bounds=(0.0, 1.0), diff_step=1e-3, x_scale=1.0, max_nfev=400)
     best = lo + scale * res.x
@@ -137,14 +195,22 @@ def residual_stats(data: list[Sample], eff: Efficiency) -> dict[str, ResidualSta
 
 
 def calibrate(paths: list[str], engine: str, gpu: str, precision: str, holdout_shapes: list[str] | None = None,
-              source: str = "") -> tuple[Calibration, dict[str, dict[str, float]]]:
-    """Fit on the training shapes; return the calibration (fitted on them) and held-out error per metric."""
-    data = samples([load_run(p) for p in paths])
+              source: str = "", start: Efficiency | None = None,
+              only: tuple[str, ...] | None = None) -> tuple[Calibration, dict[str, dict[str, float]]]:
+    """Fit on the training shapes; return the calibration (fitted on them) and held-out error per metric.
+    `start` and `only` fit a subset of the factors, the rest kept from `start` (e.g. another precision's fit)."""
+    runs = [load_run(p) for p in paths]
+    data = samples(runs)
     data = [d for d in data if d.scenario.gpu == gpu and (precision == "any" or d.scenario.precision == precision)]
     if not data:
         raise ValidateError(f"no measured points for gpu={gpu} precision={precision}")
     train, test = split(data, holdout_shapes)
-    eff = fit(train)
+    # the engine's own decode-step log of the training runs' servers (it separates host from GPU time)
+    # (only servers that ran nothing but training shapes: a log has no shape labels)
+    train_shapes = {d.shape for d in train}
+    clean = [r for r in runs if {q.parent.name for q in r.path.parent.glob("*/points.jsonl")} <= train_shapes]
+    steps = [st for st in step_samples(clean) if st.scenario.gpu == gpu and st.scenario.precision == precision]
+    eff = fit(train, start, only, steps)
     stats = residual_stats(train, eff)
     cal = Calibration(engine=engine, gpu=gpu, precision=precision, efficiency=eff, residuals=stats,
                       fitted_on=sorted({d.label for d in train}), held_out=sorted({d.label for d in test}),
