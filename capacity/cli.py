@@ -80,7 +80,7 @@ def print_estimate_table(e) -> None:
         ("output tokens/s", _fmt(e.output_tokens_per_s)),
         ("total tokens/s", _fmt(e.total_tokens_per_s)),
         ("requests running at once", _fmt(e.running_requests)),
-        ("prefill / decode bound", f"{e.prefill_bound} / {e.decode_bound}"),
+        ("prefill / decode bound", f"{e.prefill_bound} / {e.decode_bound}{' (host-bound step)' if e.decode_host_bound else ''}"),
         ("ridge point", f"{e.ridge_point_flops_per_byte:,.0f} FLOP/byte"),
         ("decode turns compute-bound at batch", _fmt(e.decode_compute_bound_batch)),
         ("$/M output tokens", _fmt(e.usd_per_million_output_tokens)),

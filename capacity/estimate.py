@@ -15,6 +15,7 @@ from capacity.formulas import compiled
 from capacity.hardware import load_gpu
 from capacity.load import parse_load
 from capacity.plan import Plan, make_plan
+from capacity.steptime import step_parts
 from capacity.workload import Extras, LoadResult, Slots, burst, closed_loop, open_loop
 from capacity.cost import usd_per_million_tokens
 from capacity.bounds import bound_of_step, decode_compute_bound_batch
@@ -88,6 +89,8 @@ class Estimate(BaseModel):
     running_requests: float
     prefill_bound: Literal["compute", "memory"]
     decode_bound: Literal["compute", "memory"]
+    decode_host_bound: bool = Field(False, description="at this batch the engine's host work per sequence, not "
+                                                       "the GPU, sets the decode step (calibrated host floor)")
     ridge_point_flops_per_byte: float
     decode_compute_bound_batch: float | None
     saturated: bool
@@ -162,7 +165,13 @@ def estimate_with_calibration(s: Scenario, calibration: Calibration | None) -> E
     prefill_keys = float(attended_tokens_prefill(model, s.isl * (1 - s.prefix_hit_rate), s.isl * s.prefix_hit_rate))
     prefill_bound = bound_of_step(plan.costs, 0, s.isl, s.isl * (1 - s.prefix_hit_rate), prefill_keys)
     decode_bound = bound_of_step(plan.costs, max(f["running"], 1.0), ctx, 0, 0)
+    step = step_parts(plan.costs, cal.efficiency, max(f["running"], 1.0), ctx, 0.0, 0.0, s.ideal)
+    host_bound = bool(np.asarray(step.host_s) > np.asarray(step.gpu_s + step.overhead_s))
     notes = list(plan.notes)
+    if host_bound:
+        notes.append(f"decode is host-bound at {f['running']:,.0f} running sequences: the engine's per-sequence host "
+                     f"work ({cal.efficiency.host_token_s * 1e6:.0f} µs per step, measured on an H200 host) outlasts the "
+                     "GPU step, so a faster GPU would not raise throughput here; more replicas would")
     if cal.extrapolated:
         notes.append(cal.extrapolated)
     elif cal.engine == "default":
@@ -182,7 +191,7 @@ def estimate_with_calibration(s: Scenario, calibration: Calibration | None) -> E
         max_concurrent_requests=plan.max_concurrent(s.isl + s.osl) * reps,
         ttft_s=f["ttft_s"], itl_s=f["itl_s"], e2e_latency_s=f["e2e_latency_s"], requests_per_s=rps,
         output_tokens_per_s=out_tps, total_tokens_per_s=tot_tps, running_requests=f["running"] * reps,
-        prefill_bound=prefill_bound, decode_bound=decode_bound,
+        prefill_bound=prefill_bound, decode_bound=decode_bound, decode_host_bound=host_bound,
         ridge_point_flops_per_byte=float(compiled("ridge_point_flops_per_byte")(plan.costs.peak_flops_per_s,
                                                                                 plan.costs.bandwidth_bytes_per_s)),
         decode_compute_bound_batch=decode_compute_bound_batch(plan.costs, ctx),
