@@ -120,11 +120,15 @@ def fit_options(s: Scenario, precisions: tuple[str, ...] = ("bf16", "fp8", "fp4"
 
 def memory_breakdown(s: Scenario) -> pd.DataFrame:
     """Per GPU: where its memory goes (bytes), in the order the engine accounts for it."""
-    m = plan_for(s).memory
+    plan = plan_for(s)
+    m = plan.memory
+    kv_what = (f"{m.kv_capacity_tokens:,} tokens of context" if m.num_groups == 1 else
+               f"{m.num_blocks:,} blocks of {plan.profile.block_size_tokens} tokens shared by {m.num_groups} layer "
+               f"groups (sliding-window layers keep only the window); vLLM reports {m.kv_capacity_tokens:,} tokens")
     rows = [("Weights", m.weight_bytes, "the model's weights on this GPU (its 1/TP share)"),
             ("Activations", m.activation_bytes, "peak of the engine's profile run (token budget forward / sampler)"),
             ("Engine overhead", m.non_torch_bytes + m.cuda_graph_bytes, "CUDA context, workspaces, CUDA graphs"),
-            ("KV cache", m.kv_cache_bytes, f"{m.kv_capacity_tokens:,} tokens of context"),
+            ("KV cache", m.kv_cache_bytes, kv_what),
             ("Kept free", m.usable_bytes - m.budget_bytes, "1 − gpu_memory_utilization, left unused by the engine")]
     df = pd.DataFrame(rows, columns=["part", "bytes", "what"])
     df["GB"] = df["bytes"] / 1e9

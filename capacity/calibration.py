@@ -37,7 +37,7 @@ class Efficiency(BaseModel):
                                                        "lasts at least this × its sequences (front-end and scheduler "
                                                        "throughput ceiling; 0 = none)")
     request_overhead_s: float = Field(5e-3, ge=0, description="added to TTFT: HTTP, input processing, first detokenize")
-    admission_s: float = Field(1e-3, ge=0, description="front-end time per request, serial: requests submitted together "
+    admission_s: float = Field(0.0, ge=0, description="front-end time per request, serial: requests submitted together "
                                                       "wait for the whole group to be taken in before tokens flow")
 
 

@@ -169,9 +169,10 @@ def estimate_with_calibration(s: Scenario, calibration: Calibration | None) -> E
     host_bound = bool(np.asarray(step.host_s) > np.asarray(step.gpu_s + step.overhead_s))
     notes = list(plan.notes)
     if host_bound:
-        notes.append(f"decode is host-bound at {f['running']:,.0f} running sequences: the engine's per-sequence host "
-                     f"work ({cal.efficiency.host_token_s * 1e6:.0f} µs per step, measured on an H200 host) outlasts the "
-                     "GPU step, so a faster GPU would not raise throughput here; more replicas would")
+        notes.append(f"decode is host-bound at {f['running']:,.0f} running sequences: the engine's host work "
+                     f"({cal.efficiency.host_token_s * 1e6:.0f} µs per sequence per step, from calibration "
+                     f"{cal.label}) outlasts the GPU step, so a faster GPU would not raise throughput here; "
+                     "more replicas would")
     if cal.extrapolated:
         notes.append(cal.extrapolated)
     elif cal.engine == "default":

@@ -88,7 +88,8 @@ def make_plan(m: ModelArch, gpu: Gpu, precision: str, kv_precision: str, profile
             f"weights {w.total / GB:.1f} GB + activations {mem.activation_bytes / GB:.1f} GB + overhead "
             f"{(mem.non_torch_bytes + mem.cuda_graph_bytes) / GB:.1f} GB leave "
             f"{max(mem.kv_cache_bytes, 0) / GB:.2f} GB of the {mem.budget_bytes / GB:.1f} GB budget for KV cache, "
-            f"{mem.kv_capacity_tokens:,} tokens; one request of {need_ctx:,} tokens needs more. "
+            f"{mem.num_blocks:,} blocks of {profile.block_size_tokens} tokens; one request of {need_ctx:,} tokens "
+            f"needs {per_seq_blocks:,.0f}. "
             f"Try more GPUs (tp), a lower precision, fp8 KV cache or shorter sequences")
     costs: StepCosts = build_costs(m, w, gpu, cp, kv_b, tp, ep, profile.max_cudagraph_tokens or float("inf"))
     return Plan(m, gpu, profile, fmt, cp, kv_b, tp, ep, num_gpus // tp, w, mem, costs,

@@ -174,10 +174,10 @@ def step_parts(c: StepCosts, eff: Efficiency, decode_seqs, decode_context, prefi
         gpu = t_lin + t_exp + t_dec + t_pre + comm
         host = eff.host_token_s * (d + np.minimum(p, 1.0))
         time = np.maximum(gpu + overhead, host)
-    shape = tokens.shape
+    shape = np.broadcast_shapes(tokens.shape, np.shape(gpu), np.shape(time))
     return StepParts(lin_flops, lin_bytes, exp_flops, exp_bytes, attn_flops, attn_bytes,
                      np.broadcast_to(comm, shape), np.broadcast_to(overhead, shape), np.broadcast_to(gpu, shape),
-                     np.broadcast_to(host, shape), time)
+                     np.broadcast_to(host, shape), np.broadcast_to(time, shape))
 
 
 def step_time_s(c: StepCosts, eff: Efficiency, decode_seqs, decode_context, prefill_tokens=0.0,

@@ -60,7 +60,8 @@ def main() -> None:
         cal, rep = calibrate(single, "vllm", "h200-sxm", precision, HOLDOUT,
                              source=f"fitted by scripts/accuracy_report.py on vLLM 0.26.0 / H200 measurements "
                                     f"(data/measurements/h200/vllm-0.26.0), shapes {', '.join(HOLDOUT)} held out"
-                                    + ("; overheads from the bf16 fit" if shared else ""),
+                                    + ("; only weight bandwidth and GEMM efficiencies refitted, the rest (overheads, "
+                                       "host floor, attention, KV reads, MoE GEMMs) from the bf16 fit" if shared else ""),
                              start=shared.efficiency if shared else None, only=KERNEL_PARAMETERS if shared else None)
         cal = cal.model_copy(update={"notes": "Fitted on one H200 SXM with vLLM 0.26.0 defaults. On other GPUs it is an "
                                               "extrapolation: the factors are shares of each GPU's own peaks."})
@@ -116,12 +117,13 @@ def kv_table(dirs: list[str]) -> str:
 
 
 def point_table(df: pd.DataFrame) -> str:
-    keys = ["model", "precision", "tp", "shape", "load", "split"]
+    df = df.assign(sitting=df["run"].map(sitting))
+    keys = ["model", "precision", "tp", "shape", "load", "split", "sitting"]
     piv = df.pivot_table(index=keys, columns="mode",
                          values=["predicted_ttft_s", "predicted_itl_s", "predicted_requests_per_s"], aggfunc="first")
     meas = df[df["mode"] == "calibrated"].set_index(keys)
-    rows = ["| model | prec | TP | shape | load | split | TTFT meas | ideal / default / calibrated | ITL meas | ideal / default / calibrated | req/s meas | ideal / default / calibrated |",
-            "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    rows = ["| model | prec | TP | shape | load | split | sitting | TTFT meas | ideal / default / calibrated | ITL meas | ideal / default / calibrated | req/s meas | ideal / default / calibrated |",
+            "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for idx in meas.index.unique():
         r = meas.loc[[idx]].iloc[0]
 
@@ -130,7 +132,7 @@ def point_table(df: pd.DataFrame) -> str:
             preds = [piv.loc[idx, (f"predicted_{metric}", mode)] for mode in ("ideal", "default", "calibrated")]
             return (f"{m * scale:.4g} {unit}", " / ".join(pct(p / m - 1) for p in preds))
         t, i, q = cell("ttft_s", 1e3, "ms"), cell("itl_s", 1e3, "ms"), cell("requests_per_s", 1, "")
-        rows.append(f"| {idx[0].split('/')[-1]} | {idx[1]} | {idx[2]} | {idx[3]} | {idx[4]} | {idx[5]} | {t[0]} | {t[1]} | {i[0]} | {i[1]} | {q[0]} | {q[1]} |")
+        rows.append(f"| {idx[0].split('/')[-1]} | {idx[1]} | {idx[2]} | {idx[3]} | {idx[4]} | {idx[5]} | {idx[6][-1]} | {t[0]} | {t[1]} | {i[0]} | {i[1]} | {q[0]} | {q[1]} |")
     return "\n".join(rows)
 
 

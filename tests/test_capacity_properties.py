@@ -117,3 +117,18 @@ def test_host_floor_bounds_the_step_and_does_not_shrink_with_tensor_parallel(d, 
     for plan in (PLAN, tp2):
         assert step_time_s(plan.costs, eff, d, ctx) >= h * d * (1 - 1e-12)
     assert step_time_s(PLAN.costs, eff, d, ctx) >= step_time_s(PLAN.costs, EFF.model_copy(update={"host_token_s": 0}), d, ctx)
+
+
+def test_step_parts_broadcast_over_context_and_keys():
+    """Arrays may come in through any input (a scalar batch with an array of contexts, say)."""
+    import numpy as np
+
+    from capacity.steptime import step_parts
+
+    ctx = np.array([100.0, 2000.0, 30000.0])
+    for ideal, eff in ((False, EFF), (True, IDEAL.efficiency)):
+        parts = step_parts(PLAN.costs, eff, 8.0, ctx, 0.0, 0.0, ideal)
+        assert parts.time_s.shape == parts.gpu_s.shape == parts.host_s.shape == (3,)
+        assert np.all(np.diff(parts.time_s) > 0)
+        keys = step_parts(PLAN.costs, eff, 0.0, 0.0, 512.0, ctx, ideal)
+        assert keys.time_s.shape == (3,)

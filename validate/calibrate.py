@@ -89,14 +89,17 @@ def step_samples(runs: list[MeasuredRun]) -> list[StepSample]:
     for run in runs:
         server = run.path.parent
         tokens = run.facts.get("kv_cache_tokens")
-        if server in seen or not tokens:
+        if server in seen or not tokens or not run.points:
             continue
         seen.add(server)
         text = server_log_text(server)
         if not text:
             continue
-        s = point_scenario(run, run.points[0]) if run.points else None
-        if s is None or plan_for(s).model.sliding_window:
+        s = point_scenario(run, run.points[0])
+        try:
+            if plan_for(s).model.sliding_window:
+                continue
+        except CapacityError:
             continue
         for w in decode_windows(text, STEP_MIN_RUNNING):
             out.append(StepSample(s, w.running, w.kv_usage * tokens / w.running, w.step_s))
@@ -107,7 +110,7 @@ def step_errors(steps: list[StepSample], eff: Efficiency) -> np.ndarray:
     plans = {}
     errs = []
     for st in steps:
-        key = (st.scenario.model, st.scenario.precision, st.scenario.tp, st.scenario.expert_parallel)
+        key = st.scenario.model_dump_json(exclude={"isl", "osl", "load"})
         plan = plans.get(key) or plans.setdefault(key, plan_for(st.scenario))
         model = float(step_time_s(plan.costs, eff, st.running, st.context))
         errs.append(math.log(model / st.step_s) / SIGMA_STEP)
@@ -156,25 +159,38 @@ def free_parameters(data: list[Sample]) -> list[str]:
 KERNEL_PARAMETERS = ("weight_bandwidth", "matmul", "moe_matmul")
 
 
+# The fit has several local optima (host time and GPU time can stand in for each other): it starts from
+# the given factors and from these host-side guesses too, and keeps the lowest weighted error.
+EXTRA_STARTS = ({"host_token_s": 5e-5, "admission_s": 1e-3}, {"host_token_s": 1e-5, "admission_s": 3e-3})
+
+
 def fit(train: list[Sample], start: Efficiency | None = None, only: tuple[str, ...] | None = None,
         steps: list[StepSample] = ()) -> Efficiency:
     from scipy.optimize import least_squares
 
     start = start or Efficiency()
     names = [n for n in free_parameters(train) if only is None or n in only]
+    if not names:
+        return start
     lo = np.array([BOUNDS[n][0] for n in names])
     hi = np.array([BOUNDS[n][1] for n in names])
     scale = hi - lo
-    x0 = np.clip(np.array([getattr(start, n) for n in names]), lo + 1e-9, hi - 1e-9)
 
     def residuals(z: np.ndarray) -> np.ndarray:
         x = lo + scale * z
         eff = start.model_copy(update=dict(zip(names, x.tolist())))
         return np.concatenate([log_errors(train, eff, weighted=True), step_errors(list(steps), eff)])
 
-    res = least_squares(residuals, (x0 - lo) / scale, bounds=(0.0, 1.0), diff_step=1e-3, x_scale=1.0, max_nfev=400)
-    best = lo + scale * res.x
-    return start.model_copy(update=dict(zip(names, best.tolist())))
+    best = None
+    for guess in ({},) + tuple({k: v for k, v in g.items() if k in names} for g in EXTRA_STARTS):
+        if best is not None and not guess:
+            continue
+        first = start.model_copy(update=guess)
+        x0 = np.clip(np.array([getattr(first, n) for n in names]), lo + 1e-9, hi - 1e-9)
+        res = least_squares(residuals, (x0 - lo) / scale, bounds=(0.0, 1.0), diff_step=1e-3, x_scale=1.0, max_nfev=400)
+        if best is None or res.cost < best.cost:
+            best = res
+    return start.model_copy(update=dict(zip(names, (lo + scale * best.x).tolist())))
 
 
 def residual_stats(data: list[Sample], eff: Efficiency) -> dict[str, ResidualStats]:
@@ -209,7 +225,8 @@ def calibrate(paths: list[str], engine: str, gpu: str, precision: str, holdout_s
     # (only servers that ran nothing but training shapes: a log has no shape labels)
     train_shapes = {d.shape for d in train}
     clean = [r for r in runs if {q.parent.name for q in r.path.parent.glob("*/points.jsonl")} <= train_shapes]
-    steps = [st for st in step_samples(clean) if st.scenario.gpu == gpu and st.scenario.precision == precision]
+    steps = [st for st in step_samples(clean)
+             if st.scenario.gpu == gpu and (precision == "any" or st.scenario.precision == precision)]
     eff = fit(train, start, only, steps)
     stats = residual_stats(train, eff)
     cal = Calibration(engine=engine, gpu=gpu, precision=precision, efficiency=eff, residuals=stats,

@@ -81,7 +81,7 @@ def load_run(path: str | Path) -> MeasuredRun:
     argv = extra.get("engine_argv") or (meta.engine_argv if meta else [])
     scenario = {"model": extra.get("model") or (meta.model_id if meta else None),
                 "gpu": extra.get("gpu") or (meta.gpu_id if meta else None),
-                "engine": extra.get("engine", "vllm"), **scenario_from_argv(argv)}
+                "engine": extra.get("engine") or "vllm", **scenario_from_argv(argv)}
     for key in ("precision", "kv_precision"):
         if key in extra:
             scenario[key] = extra[key]
