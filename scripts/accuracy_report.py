@@ -62,7 +62,8 @@ def main() -> None:
                                     f"(data/measurements/h200/vllm-0.26.0), shapes {', '.join(HOLDOUT)} held out"
                                     + ("; only weight bandwidth and GEMM efficiencies refitted, the rest (overheads, "
                                        "host floor, attention, KV reads, MoE GEMMs) from the bf16 fit" if shared else ""),
-                             start=shared.efficiency if shared else None, only=KERNEL_PARAMETERS if shared else None)
+                             start=shared.efficiency if shared else None, only=KERNEL_PARAMETERS if shared else None,
+                             base_residuals=shared.residuals if shared else None)
         cal = cal.model_copy(update={"notes": "Fitted on one H200 SXM with vLLM 0.26.0 defaults. On other GPUs it is an "
                                               "extrapolation: the factors are shares of each GPU's own peaks."})
         (OUT_CAL / f"vllm--h200-sxm--{precision}.json").write_text(cal.model_dump_json(indent=1) + "\n")
@@ -308,7 +309,9 @@ the machine and its other load, the largest single source of uncertainty at satu
   decoding sequences; the cause is not isolated (sliding-window prefill attention, or GEMM
   efficiency fitted on 8B models only).
 - **Intervals** come from the spread of the fitted points' residuals (5th–95th percentile, pooled
-  over load kinds); with this few points they are too narrow for TTFT.
+  over load kinds); fp8, fitted on 6 points, takes at least bf16's spread (27 points). They are still
+  too narrow for TTFT (61 % of held-out bf16 TTFTs inside the 90 % interval: burst queueing and
+  short-prompt overhead scatter more than the fitted points show).
 
 ## Every point
 

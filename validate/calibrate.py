@@ -210,9 +210,23 @@ def residual_stats(data: list[Sample], eff: Efficiency) -> dict[str, ResidualSta
     return out
 
 
+MIN_INTERVAL_POINTS = 20  # fewer training residuals than this give quantiles too narrow to trust
+
+
+def widen(stats: dict[str, ResidualStats], base: dict[str, ResidualStats]) -> dict[str, ResidualStats]:
+    """Intervals from few points take at least the spread of a larger fit (same engine and GPU)."""
+    out = dict(stats)
+    for k, own in stats.items():
+        b = base.get(k)
+        if b is not None and own.count < MIN_INTERVAL_POINTS:
+            out[k] = own.model_copy(update={"log_ratio_q05": min(own.log_ratio_q05, b.log_ratio_q05),
+                                            "log_ratio_q95": max(own.log_ratio_q95, b.log_ratio_q95)})
+    return out
+
+
 def calibrate(paths: list[str], engine: str, gpu: str, precision: str, holdout_shapes: list[str] | None = None,
-              source: str = "", start: Efficiency | None = None,
-              only: tuple[str, ...] | None = None) -> tuple[Calibration, dict[str, dict[str, float]]]:
+              source: str = "", start: Efficiency | None = None, only: tuple[str, ...] | None = None,
+              base_residuals: dict[str, ResidualStats] | None = None) -> tuple[Calibration, dict[str, dict[str, float]]]:
     """Fit on the training shapes; return the calibration (fitted on them) and held-out error per metric.
     `start` and `only` fit a subset of the factors, the rest kept from `start` (e.g. another precision's fit)."""
     runs = [load_run(p) for p in paths]
@@ -229,6 +243,8 @@ def calibrate(paths: list[str], engine: str, gpu: str, precision: str, holdout_s
              if st.scenario.gpu == gpu and (precision == "any" or st.scenario.precision == precision)]
     eff = fit(train, start, only, steps)
     stats = residual_stats(train, eff)
+    if base_residuals:
+        stats = widen(stats, base_residuals)
     cal = Calibration(engine=engine, gpu=gpu, precision=precision, efficiency=eff, residuals=stats,
                       fitted_on=sorted({d.label for d in train}), held_out=sorted({d.label for d in test}),
                       source=source or f"validate calibrate: {len(train)} points fitted, {len(test)} held out",
