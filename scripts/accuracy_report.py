@@ -191,6 +191,20 @@ def step_table(dirs: list[str]) -> str:
     return "\n".join(rows)
 
 
+def other_gpus_table() -> str:
+    """The calibrated model for one workload on the measured GPU and two it was never measured on."""
+    rows = ["| GPU | KV tokens | sync ITL | c32 ITL | c32 req/s | burst 1,000 req/s | host-bound at the burst | calibration |",
+            "|---|---|---|---|---|---|---|---|"]
+    for gpu in ("h200-sxm", "h100-sxm", "b200"):
+        e = {load: estimate(Scenario(model="meta-llama/Llama-3.1-8B", gpu=gpu, isl=1024, osl=128, load=load))
+             for load in ("sync", "concurrency:32", "burst:1000")}
+        b = e["burst:1000"]
+        rows.append(f"| {gpu} | {b.kv_capacity_tokens:,} | {dur(e['sync'].itl_s)} | {dur(e['concurrency:32'].itl_s)} | "
+                    f"{e['concurrency:32'].requests_per_s:.3g} | {b.requests_per_s:.3g} | {'yes' if b.decode_host_bound else 'no'} | "
+                    f"{b.calibration}{' (extrapolated)' if gpu != 'h200-sxm' else ''} |")
+    return "\n".join(rows)
+
+
 def write_doc(df: pd.DataFrame, reports: dict, dirs: list[str]) -> None:
     cal_lines = []
     for p, rep in reports.items():
@@ -312,6 +326,24 @@ the machine and its other load, the largest single source of uncertainty at satu
   over load kinds); fp8, fitted on 6 points, takes at least bf16's spread (27 points). They are still
   too narrow for TTFT (61 % of held-out bf16 TTFTs inside the 90 % interval: burst queueing and
   short-prompt overhead scatter more than the fitted points show).
+
+## On other GPUs
+
+The calibration is measured on one H200 SXM. Elsewhere it is applied as an extrapolation (the estimate
+says so in its notes): the kernel efficiencies are shares of each GPU's own datasheet peaks, the
+overheads and the host floor are seconds. Llama-3.1-8B BF16 at 1024/128, calibrated model:
+
+{other_gpus_table()}
+
+- **H100 SXM** (same Hopper SMs and kernels, 3.35 TB/s and 80 GB instead of 4.8 TB/s and 141 GB): the
+  efficiencies should carry best here. Memory accounting does not depend on the calibration (the
+  engine's rules), so the halved KV room is as reliable as on the H200.
+- **B200 / B300 / GB200** (other kernels: Blackwell attention and GEMMs, FP4): the efficiencies are a
+  guess from Hopper; FP4 uses the FP8 calibration. Expect larger errors until measured.
+- **Host floor and overheads** are properties of the engine version and the host CPU, not of the GPU:
+  in the B200 burst above the decode steps are host-bound (the GPU waits for the host at that batch);
+  its gain over the H200 comes from prefill, where it is not. A faster host CPU (e.g. Grace in GB200)
+  or a newer engine would move the floor. Measured: the same floor held at TP=2 on the H200 host.
 
 ## Every point
 
