@@ -157,7 +157,7 @@ def test_tabs_compare_measured_explorer(page, tmp_path):
     assert page.locator('[data-testid="stDataFrame"]').count() == 1
     assert drawn_charts(page) >= 1
     shots.open_tab(page, "Formulas")
-    assert page.locator(".katex").count() >= 10
+    page.wait_for_function("() => document.querySelectorAll('.katex').length >= 10", timeout=20_000)  # KaTeX renders late
     shots.open_tab(page, "Launch")
     assert "vllm serve meta-llama/Llama-3.1-8B" in page.locator('[data-testid="stCode"]').first.inner_text()
     assert "Traceback" not in page.content()
