@@ -16,7 +16,7 @@ import pandas as pd
 from capacity import Scenario, estimate
 from capacity.calibration import Calibration
 from validate.calibrate import KERNEL_PARAMETERS, calibrate
-from validate.compare import compare_dirs, load_run
+from validate.compare import MeasuredRun, compare_dirs, load_run
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from step_log_analysis import rows as step_rows  # noqa: E402
@@ -30,10 +30,11 @@ FIT_RUNS = ("sitting-4/Llama-3.1-8B-bf16-ladder",)
 OUT_CAL = ROOT / "capacity/calibrations"
 
 
-def run_dirs() -> list[str]:
-    """Every vLLM run (the Transformers baseline has its own table)."""
+def vllm_runs() -> dict[str, MeasuredRun]:
+    """Every vLLM run by folder, each read once (the Transformers baseline has its own table)."""
     found = sorted(str(Path(p).parent) for p in glob.glob(str(DATA / "*/*/*/points.jsonl")) if "/warmup/" not in p)
-    return [d for d in found if load_run(d).scenario.get("engine", "vllm") == "vllm"]
+    runs = {d: load_run(d) for d in found}
+    return {d: r for d, r in runs.items() if r.scenario["engine"] == "vllm"}
 
 
 def sitting(d: str) -> str:
@@ -50,9 +51,10 @@ def pct(x: float) -> str:
 
 
 def main() -> None:
-    dirs = run_dirs()
-    # the fit sees single-GPU runs of the first two sittings only, never a multi-GPU point
-    single = [d for d in dirs if load_run(d).scenario.get("tp", 1) == 1 and fitted_run(d)]
+    runs = vllm_runs()
+    dirs = list(runs)
+    # the fit sees single-GPU runs of the first two sittings (and the ladder) only, never a multi-GPU point
+    single = [d for d, r in runs.items() if r.scenario.get("tp", 1) == 1 and fitted_run(d)]
     cals, reports = {}, {}
     for precision in ("bf16", "fp8"):
         # bf16 (three models) sets every factor; fp8 (one model) refits only the kernel efficiencies
@@ -73,12 +75,12 @@ def main() -> None:
     df = compare_dirs(dirs, {"ideal": None, "default": Calibration(), "calibrated": None})
     df = df[df["mode"].notna() & df.get("error").isna()] if "error" in df else df
     df["shape"] = df["isl"].astype(str) + "x" + df["osl"].astype(str)
-    fitted_models = {load_run(d).scenario["model"] for d in single}
+    fitted_models = {runs[d].scenario["model"] for d in single}
     df["split"] = np.select(
         [df["tp"] > 1, ~df["model"].isin(fitted_models), ~df["run"].map(fitted_run), df["shape"].isin(HOLDOUT)],
         ["TP>1, never fitted", "other model, never fitted", "never fitted", "held out"], "fitted")
     df = df.drop_duplicates(subset=["model", "precision", "tp", "shape", "load", "mode", "run"])
-    write_doc(df, reports, dirs)
+    write_doc(df, reports, runs)
 
 
 SPLITS = ("fitted", "held out", "never fitted", "other model, never fitted", "TP>1, never fitted")
@@ -100,11 +102,10 @@ def summary(df: pd.DataFrame) -> str:
     return "\n".join(rows)
 
 
-def kv_table(dirs: list[str]) -> str:
+def kv_table(runs: dict[str, MeasuredRun]) -> str:
     rows = ["| model | precision | GPUs | measured (vLLM log) | predicted | error |", "|---|---|---|---|---|---|"]
     seen = set()
-    for d in dirs:
-        run = load_run(d)
+    for run in runs.values():
         s = Scenario(**{**run.scenario, "isl": 128, "osl": 128})  # the run's model, GPU, precision, TP/EP
         key = (s.model, s.precision, s.tp, s.expert_parallel)
         if key in seen or not run.facts.get("kv_cache_tokens"):
@@ -205,7 +206,7 @@ def other_gpus_table() -> str:
     return "\n".join(rows)
 
 
-def write_doc(df: pd.DataFrame, reports: dict, dirs: list[str]) -> None:
+def write_doc(df: pd.DataFrame, reports: dict, runs: dict[str, MeasuredRun]) -> None:
     cal_lines = []
     for p, rep in reports.items():
         held = rep["held_out"]
@@ -238,7 +239,7 @@ say so when quoting them.
 
 ## KV-cache size at start-up (target: within 3 %)
 
-{kv_table(dirs)}
+{kv_table(runs)}
 
 The activation model's two constants come from these logs (the sampler's 2.25 logits-sized buffers
 from Llama-3.1-8B and Qwen3-8B, the MoE workspace factor from Qwen3-30B-A3B); Llama-3.1-8B FP8,
@@ -279,7 +280,7 @@ In a pure-decode stats window vLLM reports the running sequences N and the gener
 second G, so one step takes N ÷ G; the mean context is the KV usage × KV size ÷ N
 (`scripts/step_log_analysis.py`). Windows with ≥ 900 running sequences:
 
-{step_table(dirs)}
+{step_table(list(runs))}
 
 At ~1,000 sequences the step is ~60–75 µs per sequence in most runs and hardly grows with context
 (Llama TP=2: 74 → 67 ms while context goes 400 → 1,000 tokens; the one-GPU ladder: 63 → 73 ms for

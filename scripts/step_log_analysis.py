@@ -8,35 +8,27 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from capacity import Scenario
 from capacity.estimate import calibration_for, plan_for
 from capacity.steptime import step_parts
+from validate.calibrate import step_samples
 from validate.compare import load_run
-from validate.steplog import decode_windows, server_log_text
+
 ROOT = Path("data/measurements/h200/vllm-0.26.0")
 
 
-def windows(run: Path, min_running: int = 8) -> list[tuple[int, float, float]]:
-    """(running, step seconds, KV usage fraction) of every pure-decode stats window."""
-    return [(w.running, w.step_s, w.kv_usage) for w in decode_windows(server_log_text(run) or "", min_running)]
-
-
 def rows(run: Path) -> list[dict]:
-    """`run` is a server's folder (server.log.gz, scenario.json, facts.json, one folder per shape)."""
-    shape_dirs = sorted(p.parent for p in run.glob("*/points.jsonl"))
-    if not shape_dirs:
+    """`run` is a server's folder (server.log.gz, scenario.json, facts.json, one folder per shape): its
+    pure-decode windows (validate.calibrate.step_samples) against the model's step with the shipped calibration."""
+    samples = step_samples([load_run(p.parent) for p in sorted(run.glob("*/points.jsonl"))], min_running=8)
+    if not samples:
         return []
-    measured = load_run(shape_dirs[0])  # model, GPU, precision, TP/EP as the comparison reads them
-    s = Scenario(**{**measured.scenario, "isl": 1024, "osl": 128})
-    plan = plan_for(s)
-    cal = calibration_for(s, plan)
-    capacity = measured.facts.get("kv_cache_tokens") or plan.memory.kv_capacity_tokens
+    s = samples[0].scenario  # one server, one deployment
+    eff = calibration_for(s, plan_for(s)).efficiency
     out = []
-    for running, step_s, usage in windows(run):
-        context = usage * capacity / running
-        parts = step_parts(plan.costs, cal.efficiency, running, context, 0.0, 0.0)
-        out.append({"run": run.name, "tp": s.tp, "running": running, "context": context, "measured_s": step_s,
-                    "model_s": float(parts.time_s), "model_gpu_s": float(parts.gpu_s),
+    for st in samples:
+        parts = step_parts(st.costs, eff, st.running, st.context, 0.0, 0.0)
+        out.append({"run": run.name, "tp": st.scenario.tp, "running": st.running, "context": st.context,
+                    "measured_s": st.step_s, "model_s": float(parts.time_s), "model_gpu_s": float(parts.gpu_s),
                     "model_host_s": float(parts.host_s), "model_overhead_s": float(parts.overhead_s)})
     return out
 

@@ -19,7 +19,7 @@ from capacity import Scenario
 from capacity.calibration import Calibration, Efficiency, ResidualStats
 from capacity.errors import CapacityError
 from capacity.estimate import estimate_with_calibration, plan_for
-from capacity.steptime import step_time_s
+from capacity.steptime import StepCosts, step_time_s
 from validate.compare import MeasuredRun, load_run, point_scenario
 from validate.errors import ValidateError
 from validate.steplog import decode_windows, server_log_text
@@ -77,14 +77,17 @@ def samples(runs: list[MeasuredRun]) -> list[Sample]:
 class StepSample:
     """One pure-decode window of an engine log: `running` sequences at mean `context` took `step_s` per step."""
     scenario: Scenario
+    costs: StepCosts  # of the scenario's plan: what the model's step time needs
     running: int
     context: float
     step_s: float
 
 
-def step_samples(runs: list[MeasuredRun]) -> list[StepSample]:
-    """Decode windows from the server logs beside the runs (one log per server; models with sliding-window
-    layers are skipped: their KV usage does not translate into a context length)."""
+def step_samples(runs: list[MeasuredRun], shapes: set[str] | None = None,
+                 min_running: int = STEP_MIN_RUNNING) -> list[StepSample]:
+    """Decode windows from the server logs beside the runs, one log per server. With `shapes`, only servers
+    that ran nothing else (a log has no shape labels). Skipped: models with sliding-window layers (their KV
+    usage does not translate into a context length) and scenarios the model cannot plan."""
     out, seen = [], set()
     for run in runs:
         server = run.path.parent
@@ -92,29 +95,26 @@ def step_samples(runs: list[MeasuredRun]) -> list[StepSample]:
         if server in seen or not tokens or not run.points:
             continue
         seen.add(server)
+        if shapes is not None and {q.parent.name for q in server.glob("*/points.jsonl")} - shapes:
+            continue
         text = server_log_text(server)
         if not text:
             continue
         s = point_scenario(run, run.points[0])
         try:
-            if plan_for(s).model.sliding_window:
-                continue
+            plan = plan_for(s)
         except CapacityError:
             continue
-        for w in decode_windows(text, STEP_MIN_RUNNING):
-            out.append(StepSample(s, w.running, w.kv_usage * tokens / w.running, w.step_s))
+        if plan.model.sliding_window:
+            continue
+        for w in decode_windows(text, min_running):
+            out.append(StepSample(s, plan.costs, w.running, w.kv_usage * tokens / w.running, w.step_s))
     return out
 
 
 def step_errors(steps: list[StepSample], eff: Efficiency) -> np.ndarray:
-    plans = {}
-    errs = []
-    for st in steps:
-        key = st.scenario.model_dump_json(exclude={"isl", "osl", "load"})
-        plan = plans.get(key) or plans.setdefault(key, plan_for(st.scenario))
-        model = float(step_time_s(plan.costs, eff, st.running, st.context))
-        errs.append(math.log(model / st.step_s) / SIGMA_STEP)
-    return np.asarray(errs)
+    model = [float(step_time_s(st.costs, eff, st.running, st.context)) for st in steps]
+    return np.asarray([math.log(m / st.step_s) / SIGMA_STEP for m, st in zip(model, steps)])
 
 
 def split(data: list[Sample], holdout_shapes: list[str] | None) -> tuple[list[Sample], list[Sample]]:
@@ -181,10 +181,9 @@ def fit(train: list[Sample], start: Efficiency | None = None, only: tuple[str, .
         eff = start.model_copy(update=dict(zip(names, x.tolist())))
         return np.concatenate([log_errors(train, eff, weighted=True), step_errors(list(steps), eff)])
 
+    guesses = [{}] + [g for g in ({k: v for k, v in e.items() if k in names} for e in EXTRA_STARTS) if g]
     best = None
-    for guess in ({},) + tuple({k: v for k, v in g.items() if k in names} for g in EXTRA_STARTS):
-        if best is not None and not guess:
-            continue
+    for guess in guesses:
         first = start.model_copy(update=guess)
         x0 = np.clip(np.array([getattr(first, n) for n in names]), lo + 1e-9, hi - 1e-9)
         res = least_squares(residuals, (x0 - lo) / scale, bounds=(0.0, 1.0), diff_step=1e-3, x_scale=1.0, max_nfev=400)
@@ -236,10 +235,7 @@ def calibrate(paths: list[str], engine: str, gpu: str, precision: str, holdout_s
         raise ValidateError(f"no measured points for gpu={gpu} precision={precision}")
     train, test = split(data, holdout_shapes)
     # the engine's own decode-step log of the training runs' servers (it separates host from GPU time)
-    # (only servers that ran nothing but training shapes: a log has no shape labels)
-    train_shapes = {d.shape for d in train}
-    clean = [r for r in runs if {q.parent.name for q in r.path.parent.glob("*/points.jsonl")} <= train_shapes]
-    steps = [st for st in step_samples(clean)
+    steps = [st for st in step_samples(runs, {d.shape for d in train})
              if st.scenario.gpu == gpu and (precision == "any" or st.scenario.precision == precision)]
     eff = fit(train, start, only, steps)
     stats = residual_stats(train, eff)
