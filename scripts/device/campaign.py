@@ -5,7 +5,8 @@ Runs where this repo is not installed (the lent H200): PYTHONPATH=<site>:. pytho
 SPEC.json OUTDIR [--budget-s S]. The spec lists configs: {"model", "precision", "engine_args", "shapes": [[isl, osl]],
 "points": ["sync:N", "concurrency:C:N", "burst:N", "rates:K:SECONDS", "warmburst:N"], "warmup_rounds": F}, optionally
 a shape's own point list as a third element ([isl, osl, ["sync:3"]]) instead of "points",
-"name" (the result folder; default MODEL-PRECISION), "engine" (vllm | transformers) and "random_checkpoint": true
+"name" (the result folder; default MODEL-PRECISION), "engine" (vllm | sglang | transformers), "engine_env" (extra
+environment for the server, e.g. {"PYTHONPATH": "/tmp/site-sglang:/tmp/site"}) and "random_checkpoint": true
 (write random safetensors weights first, for engines without a dummy load format). A point that would not finish
 inside the time budget is skipped (its name goes to skipped.txt); everything finished is in OUTDIR/campaign.tar.gz.
 """
@@ -106,6 +107,8 @@ def run_config(cfg: dict, out: Path, budget_s: float, skipped: list[str]) -> Non
     ec = EngineConfig(model_dir=info.path, served_model_name=slug, quantization="fp8" if cfg.get("precision") == "fp8" else None,
                       extra_args=args, engine_python=sys.executable, port=PORT)
     cmd = build_command(engine_name, ec, root)
+    if cfg.get("engine_env"):
+        cmd = cmd.model_copy(update={"env": {**cmd.env, **cfg["engine_env"]}})
     served = cmd.served_model_name or slug
     (root / "scenario.json").write_text(json.dumps({"model": cfg["model"], "gpu": cfg.get("gpu", "h200-sxm"),
                                                     "precision": cfg.get("precision", "bf16"),
