@@ -104,17 +104,23 @@ def run(args: argparse.Namespace) -> int:
     return _finish(results, points)
 
 
+VERSION_PATHS = ("/version", "/server_info")  # vLLM; SGLang (its /server_info carries "version")
+
+
 def _served(base_url: str) -> tuple[list[dict], str | None]:
-    """(models listed by /v1/models, engine version from /version where the server has one)."""
+    """(models listed by /v1/models, engine version from /version or /server_info where the server has one)."""
     try:
         with httpx.Client(timeout=10.0) as http:
             models = http.get(base_url + "/v1/models")
             models.raise_for_status()
-            version = http.get(base_url + "/version")
+            found = None
+            for path in VERSION_PATHS:
+                version = http.get(base_url + path)
+                if version.status_code == 200 and (found := version.json().get("version")):
+                    break
     except httpx.HTTPError as err:
         raise UsageError(f"no OpenAI-compatible server at {base_url}: {type(err).__name__}: {err}") from None
     data = models.json().get("data") or []
-    found = version.json().get("version") if version.status_code == 200 else None
     return [m for m in data if isinstance(m, dict)], found if isinstance(found, str) else None
 
 

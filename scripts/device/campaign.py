@@ -23,7 +23,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from validate.engines import build_command, dialect, parse_facts  # noqa: E402
+from validate.engines import build_command, dialect, installed_version, parse_facts  # noqa: E402
 from validate.engines.config import EngineConfig  # noqa: E402
 from validate.engines.launcher import EngineProcess  # noqa: E402
 from validate.modeldir import prepare_model_dir  # noqa: E402
@@ -94,6 +94,13 @@ def write_random_checkpoint(folder: str, log) -> None:
     log.write(f"[{elapsed():.0f}s] random checkpoint written in {time.monotonic() - t0:.0f} s\n")
 
 
+def write_facts(root: Path, engine_name: str, log_text: str, version: str | None) -> None:
+    """The engine's startup facts; the version from its package where the log does not print it."""
+    facts = parse_facts(engine_name, log_text)
+    facts.version = facts.version or version
+    (root / "facts.json").write_text(facts.model_dump_json(indent=1))
+
+
 def run_config(cfg: dict, out: Path, budget_s: float, skipped: list[str]) -> None:
     slug = cfg.get("name") or f"{cfg['model'].split('/')[-1]}-{cfg.get('precision', 'bf16')}"
     engine_name = cfg.get("engine", "vllm")
@@ -117,10 +124,12 @@ def run_config(cfg: dict, out: Path, budget_s: float, skipped: list[str]) -> Non
     engine = EngineProcess(slug, cmd, ec.base_url, root / "server.log", startup_timeout_s=min(float(cfg.get("startup_timeout_s", 420)),
                                                                max(60.0, budget_s - elapsed() - 30)))
     engine.start()
+    version = None
     try:
         engine.wait_ready()
         log.write(f"[{elapsed():.0f}s] ready after {engine.ready_after_s:.0f} s\n")
-        (root / "facts.json").write_text(parse_facts(engine_name, engine.log_text()).model_dump_json(indent=1))
+        version = installed_version(cmd)
+        write_facts(root, engine_name, engine.log_text(), version)
         pack(out)
         base = [sys.executable, "-m", "validate.cli", "sweep", "--base-url", ec.base_url, "--model", served,
                 "--model-config", info.path, "--gpu", cfg.get("gpu", "h200-sxm"), "--dialect", dialect(engine_name)]
@@ -159,7 +168,7 @@ def run_config(cfg: dict, out: Path, budget_s: float, skipped: list[str]) -> Non
                 pack(out)
     finally:
         engine.stop()
-        (root / "facts.json").write_text(parse_facts(engine_name, engine.log_text()).model_dump_json(indent=1))
+        write_facts(root, engine_name, engine.log_text(), version)
         log.close()
         pack(out)
 

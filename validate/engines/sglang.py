@@ -36,12 +36,15 @@ def build_command(config: EngineConfig) -> EngineCommand:
 # divides by 1 << 30), so these are GiB despite the label:
 #   Load weight end. type=LlamaForCausalLM, dtype=torch.bfloat16, avail mem=63.26 GB, mem usage=14.99 GB.
 #   KV Cache is allocated. #tokens: 413444, K size: 25.24 GB, V size: 25.24 GB   (or "KV size: 19.36 GB")
+#   KV Cache is allocated. dtype: torch.bfloat16, #tokens: 906051, K size: 55.30 GB, V size: 55.30 GB   (0.5.17)
 #   Capture cuda graph end. Time elapsed: 20.26 s. mem usage=0.74 GB. avail mem=10.55 GB.
+#   Capture target prefill CUDA graph end. elapsed=54.16 s, mem usage=1.47 GB, avail mem=10.12 GB.   (0.5.17: one
+#   line per graph kind, prefill and decode; their sum is the graphs' memory)
 #   max_total_num_tokens=413444, chunked_prefill_size=8192, ..., max_running_requests=4096, context_len=131072
 WEIGHTS = re.compile(r"Load weight end\..*?mem usage=([\d.]+) GB")
-KV_SPLIT = re.compile(r"KV Cache is allocated\. #tokens: (\d+), K size: ([\d.]+) GB, V size: ([\d.]+) GB")
-KV_JOINT = re.compile(r"KV Cache is allocated\. #tokens: (\d+), KV size: ([\d.]+) GB")
-GRAPH = re.compile(r"Capture cuda graph end\..*?mem usage=([\d.]+) GB")
+KV_SPLIT = re.compile(r"KV Cache is allocated\.(?: dtype: [\w.]+,)? #tokens: (\d+), K size: ([\d.]+) GB, V size: ([\d.]+) GB")
+KV_JOINT = re.compile(r"KV Cache is allocated\.(?: dtype: [\w.]+,)? #tokens: (\d+), KV size: ([\d.]+) GB")
+GRAPH = re.compile(r"Capture (?:target \w+ )?cuda graph end\..*?mem usage=([\d.]+) GB", re.IGNORECASE)
 LIMITS = re.compile(r"max_total_num_tokens=(\d+),.*?max_running_requests=(\d+),.*?context_len=(\d+)")
 VERSION = re.compile(r"sglang(?: version|==| v)\s*([\d][\w.+-]*)", re.IGNORECASE)
 GiB_LABELLED_GB = 2**30
@@ -57,8 +60,10 @@ def parse_facts(log_text: str) -> EngineFacts:
         facts.kv_cache_bytes = round((float(m[2]) + float(m[3])) * GiB_LABELLED_GB)
     elif m := search(KV_JOINT, log_text, lines):
         facts.kv_cache_tokens, facts.kv_cache_bytes = int(m[1]), round(float(m[2]) * GiB_LABELLED_GB)
-    if m := search(GRAPH, log_text, lines):
-        facts.cuda_graph_bytes = round(float(m[1]) * GiB_LABELLED_GB)
+    graphs = [line.strip() for line in log_text.splitlines() if GRAPH.search(line)]
+    if graphs:
+        facts.cuda_graph_bytes = round(sum(float(GRAPH.search(line)[1]) for line in graphs) * GiB_LABELLED_GB)
+        lines += [line[:300] for line in graphs]
     if m := search(LIMITS, log_text, lines):
         facts.kv_cache_tokens = facts.kv_cache_tokens or int(m[1])
         context_len = int(m[3])
