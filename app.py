@@ -29,6 +29,7 @@ st.html("""<style>
 
 DEFAULT_MODEL = "meta-llama/Llama-3.1-8B"
 DEFAULT_GPU = "h200-sxm"
+ENGINES = {"vLLM": "vllm", "SGLang": "sglang", "Ideal roofline": "ideal"}  # label -> engine profile
 
 
 class InputError(Exception):
@@ -99,9 +100,11 @@ def sidebar() -> tuple[Scenario, float, float, float, str]:
     precision = c1.selectbox("Weights", inputs.PRECISIONS, key="precision", format_func=lambda p: p.upper()
                              if p != "native" else "native", help="; ".join(f"{k}: {v}" for k, v in inputs.PRECISION_LABELS.items()))
     kv = c2.selectbox("KV cache", inputs.KV_PRECISIONS, key="kv_precision", format_func=str.upper)
-    engine = sb.radio("Engine profile", ["vLLM", "Ideal roofline"], key="engine", horizontal=True,
+    engine = sb.radio("Engine profile", list(ENGINES), key="engine", horizontal=True,
                       help="vLLM: its default limits (0.92 of memory, 8,192-token steps, 1,024 sequences) and "
-                           "calibrated efficiencies. Ideal: no engine limits, peak FLOP/s and bandwidth — an upper bound.")
+                           "calibrated efficiencies. SGLang: its per-GPU defaults (mem_fraction_static, 8,192-token "
+                           "prefill batches that run alone, CUDA graphs up to 256 sequences on an H200). "
+                           "Ideal: no engine limits, peak FLOP/s and bandwidth — an upper bound.")
     if st.session_state.get("_price_for") != price_key:
         st.session_state["price"] = float(default_price)
         st.session_state["_price_for"] = price_key
@@ -138,7 +141,7 @@ def sidebar() -> tuple[Scenario, float, float, float, str]:
     if error:
         raise InputError(error)
     s = Scenario(model=model, gpu=gpu, num_gpus=int(num_gpus), tp=int(tp), precision=precision, kv_precision=kv,
-                 engine="vllm" if engine == "vLLM" else "ideal", ideal=engine != "vLLM", isl=isl, osl=osl,
+                 engine=ENGINES[engine], ideal=ENGINES[engine] == "ideal", isl=isl, osl=osl,
                  price_usd_per_gpu_hour=price or None)
     return s, ttft_ms / 1e3, itl_ms / 1e3, float(target), display
 

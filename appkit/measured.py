@@ -315,8 +315,10 @@ def matches_scenario(df: pd.DataFrame, s: Scenario, gpu_id: str) -> pd.Series:
         return m == want or m.rstrip("/").split("/")[-1] == want.rstrip("/").split("/")[-1]
 
     shape_ok = ((df["isl"] - s.isl).abs() <= 0.1 * s.isl + 1) & ((df["osl"] - s.osl).abs() <= 0.1 * s.osl + 1)
+    # the engine's own points only (another engine's are not this prediction's to match); ideal shows them all
+    engine_ok = True if s.ideal or s.engine == "ideal" else df["engine"].astype(str).str.lower() == s.engine
     return (df["model"].map(same_model) & (df["gpu"].str.lower() == gpu_id.lower())
-            & (df["precision"] == s.precision) & (df["tp"] == s.tp) & shape_ok)
+            & (df["precision"] == s.precision) & (df["tp"] == s.tp) & shape_ok & engine_ok)
 
 
 def predict_points(df: pd.DataFrame, s: Scenario) -> pd.DataFrame:

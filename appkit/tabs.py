@@ -237,7 +237,8 @@ def _uploaded(s: Scenario) -> tuple[pd.DataFrame, list[str]]:
     """Files uploaded in the Measured tab (kept in session state, so the Explorer sees them too)."""
     files = st.session_state.get("results_upload") or []
     defaults = (("model", s.model), ("gpu", s.gpu if s.gpu in gpu_catalog() else "custom"), ("tp", s.tp),
-                ("num_gpus", s.tp), ("precision", s.precision), ("kv_precision", s.kv_precision), ("engine", "vllm"))
+                ("num_gpus", s.tp), ("precision", s.precision), ("kv_precision", s.kv_precision),
+                ("engine", s.engine if s.engine != "ideal" else "vllm"))
     return cached.uploads(tuple((f.name, f.getvalue()) for f in files), defaults)
 
 

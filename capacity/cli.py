@@ -9,6 +9,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
+from capacity.engine import PROFILES
 from capacity.errors import CapacityError, WorkloadError
 from capacity.estimate import Scenario, estimate
 from capacity.precision import PRECISION_CHOICES
@@ -23,7 +24,7 @@ def _scenario_args(p: argparse.ArgumentParser, with_load: bool = True) -> None:
     p.add_argument("--expert-parallel", action="store_true", help="split MoE experts across the TP GPUs")
     p.add_argument("--precision", default=d.precision, choices=PRECISION_CHOICES)
     p.add_argument("--kv-precision", default=d.kv_precision, choices=("bf16", "fp8"))
-    p.add_argument("--engine", default=d.engine, choices=("vllm", "ideal"))
+    p.add_argument("--engine", default=d.engine, choices=tuple(PROFILES))
     p.add_argument("--ideal", action="store_true", help="pure roofline: efficiencies 1, overheads 0")
     p.add_argument("--calibration", help="calibration JSON (default: the shipped one for engine/GPU/precision)")
     p.add_argument("--isl", type=int, default=d.isl, help="input tokens per request")
@@ -215,7 +216,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--osl", default="128,1024", help="comma-separated")
     s.add_argument("--load-kind", default="concurrency", choices=("sync", "concurrency", "burst", "rate"))
     s.add_argument("--load-values", default="1,2,4,8,16,32,64,128,256")
-    s.add_argument("--engine", default="vllm", choices=("vllm", "ideal"))
+    s.add_argument("--engine", default="vllm", choices=tuple(PROFILES))
     s.add_argument("--ideal", action="store_true")
     s.add_argument("--price-usd-per-gpu-hour", type=float)
     s.add_argument("--out", default="sweep.csv", help=".csv or .parquet")

@@ -29,6 +29,8 @@ class EngineProfile(BaseModel):
     max_cudagraph_tokens: int = Field(512, ge=0, description="steps with more tokens run without CUDA graphs")
     in_flight_batches: int = Field(2, ge=1, description="batches scheduled but not finished (async scheduling: 2); "
                                    "a sliding-window group may hold window − 1 + this × token budget tokens")
+    mixed_prefill: bool = Field(True, description="prefill chunks ride in decode steps (vLLM); False: a prefill "
+                                                  "batch runs alone while running sequences wait (SGLang's default)")
 
 
 VLLM = EngineProfile(
@@ -62,13 +64,63 @@ IDEAL = EngineProfile(
     in_flight_batches=1,
 )
 
-PROFILES = {"vllm": VLLM, "ideal": IDEAL}
+# SGLang 0.5.17 defaults. Its KV pool is (free memory at start × mem_fraction_static) − weights: on the H200,
+# 139.13 GiB free × 0.903 − 15.02 GiB = 110.61 GiB, and its log says K + V = 110.60 GiB. The fraction, the chunk
+# size and the largest decode CUDA graph follow from the GPU's memory (sglang_defaults); the numbers here are
+# the H200's. Pages of 1 token; no activation or sampler term (the reserve 1 − fraction covers them).
+SGLANG = EngineProfile(
+    name="sglang",
+    gpu_memory_utilization=0.903,
+    max_num_batched_tokens=8192,
+    # max_running_requests = clamp(KV tokens ÷ context length × 512, 2,048, 4,096): 3,539 for Llama-3.1-8B on
+    # the H200; only the upper bound is kept, it binds only beyond 2,048 short requests running at once
+    max_num_seqs=4096,
+    block_size_tokens=1,
+    # memory in use before SGLang reads the free memory (CUDA context: 139.8 − 139.13 GiB on the H200), which
+    # the fraction then scales: 0.67 GiB × 0.903
+    non_torch_bytes=0.6 * 2**30,
+    cuda_graph_bytes=0.0,
+    activation_bytes_per_token=0.0,
+    sampler_copies=0.0,
+    moe_activation_factor=0.0,
+    max_cudagraph_tokens=256,  # decode graphs up to 256 sequences on GPUs of 60-160 GiB at tp < 4
+    in_flight_batches=1,
+    mixed_prefill=False,
+)
+
+PROFILES = {"vllm": VLLM, "sglang": SGLANG, "ideal": IDEAL}
+MiB = 2**20
 
 
-def engine_profile(name: str, **overrides: float | int) -> EngineProfile:
+def sglang_defaults(gpu_memory_bytes: float, tp: int = 1) -> dict[str, float | int]:
+    """SGLang 0.5.17's per-GPU defaults (server_args.py): chunked-prefill size and the largest decode CUDA
+    graph by memory tier, then mem_fraction_static = 1 − reserve ÷ memory, where the reserve (MiB) is
+    512 + 1.5 × chunk + 128 × tp + 2 × max graph batch + 8 × prefill graph sizes, at least 10 GiB above 60 GiB."""
+    mem_mib = gpu_memory_bytes / MiB
+    tiers = ((20, 2048, 8, 8), (35, 2048, 24, 80), (60, 4096, 32, 160), (90, 8192, 256, 512), (160, 8192, 256, 512))
+    chunk, max_bs = 16384, 512
+    for limit_gib, tier_chunk, small_tp_bs, large_tp_bs in tiers:
+        if mem_mib < limit_gib * 1024:
+            chunk, max_bs = tier_chunk, (small_tp_bs if tp < 4 else large_tp_bs)
+            break
+    prefill_sizes = [x for x in (*range(4, 33, 4), *range(48, 257, 16), *range(288, 513, 32), *range(576, 1025, 64),
+                                 *range(1280, 4097, 256), *range(4608, chunk + 1, 512)) if x <= chunk]
+    reserve = 512 + max(chunk, 2048) * 1.5 + tp * 1024 / 8 + 2 * max_bs + 8 * len(prefill_sizes)
+    if mem_mib > 60 * 1024:
+        reserve = max(reserve, 10 * 1024)
+    return {"gpu_memory_utilization": round((mem_mib - reserve) / mem_mib, 3), "max_num_batched_tokens": chunk,
+            "max_cudagraph_tokens": max_bs}
+
+
+def engine_profile(name: str, gpu_memory_bytes: float | None = None, tp: int = 1,
+                   **overrides: float | int) -> EngineProfile:
+    """The engine's profile; for SGLang its defaults for this GPU's memory and TP when `gpu_memory_bytes` is given.
+    Overrides (None = keep) come last."""
     try:
         base = PROFILES[name.lower()]
     except KeyError:
         raise WorkloadError(f"unknown engine profile '{name}'; choose one of {', '.join(PROFILES)}") from None
+    if base.name == "sglang" and gpu_memory_bytes:
+        base = base.model_copy(update=sglang_defaults(gpu_memory_bytes, tp))
     clean = {k: v for k, v in overrides.items() if v is not None}
     return base.model_copy(update=clean) if clean else base

@@ -114,9 +114,10 @@ def _check_lengths(s: Scenario) -> None:
 
 def plan_for(s: Scenario) -> Plan:
     """The deployment plan of a scenario (raises DoesNotFitError and friends with the reason)."""
-    profile = engine_profile(s.engine, gpu_memory_utilization=s.gpu_memory_utilization,
+    gpu = load_gpu(s.gpu)
+    profile = engine_profile(s.engine, gpu.usable_memory_bytes, s.tp, gpu_memory_utilization=s.gpu_memory_utilization,
                              max_num_seqs=s.max_num_seqs, max_num_batched_tokens=s.max_num_batched_tokens)
-    return make_plan(load_model(s.model), load_gpu(s.gpu), s.precision, s.kv_precision, profile, s.num_gpus, s.tp,
+    return make_plan(load_model(s.model), gpu, s.precision, s.kv_precision, profile, s.num_gpus, s.tp,
                      s.expert_parallel, s.isl + s.osl, s.max_model_len)
 
 
@@ -134,13 +135,14 @@ def run_load(plan: Plan, cal: Calibration, s: Scenario, isl, osl, load_kind: str
     budget = plan.profile.max_num_batched_tokens
     cap = Slots(plan.max_running(isl, osl), np.asarray(plan.max_concurrent(np.asarray(isl) + np.asarray(osl)), dtype=float))
     args = (plan.costs, cal.efficiency, budget, isl, osl)
+    mixed = plan.profile.mixed_prefill
     if load_kind == "sync":
-        return closed_loop(*args, 1, cap, s.ideal, extras)
+        return closed_loop(*args, 1, cap, s.ideal, extras, mixed)
     if load_kind == "concurrency":
-        return closed_loop(*args, value, cap, s.ideal, extras)
+        return closed_loop(*args, value, cap, s.ideal, extras, mixed)
     if load_kind == "burst":
-        return burst(*args, value, cap, s.ideal, extras)
-    return open_loop(*args, value, cap, s.ideal, extras, s.num_requests)
+        return burst(*args, value, cap, s.ideal, extras, mixed)
+    return open_loop(*args, value, cap, s.ideal, extras, s.num_requests, mixed=mixed)
 
 
 def estimate(s: Scenario) -> Estimate:

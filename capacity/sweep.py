@@ -35,7 +35,7 @@ def _one_plan(model_id, gpu_id, precision, tp, isls, osls, load_kind, load_value
             "load_kind": load_kind, "load_value": V}
     try:
         model, gpu = load_model(model_id), load_gpu(gpu_id)
-        plan = make_plan(model, gpu, precision, kv_precision, engine_profile(engine), tp, tp)
+        plan = make_plan(model, gpu, precision, kv_precision, engine_profile(engine, gpu.usable_memory_bytes, tp), tp, tp)
     except CapacityError as exc:
         return pd.DataFrame({**base, "fits": False, "error": str(exc)})
     cal = IDEAL if ideal else find_calibration(engine, gpu.id, plan.weight_format)

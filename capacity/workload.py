@@ -11,10 +11,13 @@ Two regimes, both with the engine's token budget per step M (chunked prefill) an
   cache cannot hold every sequence at full length, the engine preempts the excess and recomputes it
   after the others finish: a tail. The engine's front-end takes requests in one at a time
   (`admission_s` each), so a group submitted together waits N·admission before tokens stream back.
+  An engine that does not mix prefill into decode steps (SGLang) runs each chunk alone: the chunk step
+  carries no decodes, and a request that finished prefill in chunk j waits k−j chunk steps for nothing.
 * **Steady state.** Staggered arrivals (a rate R), or more requests than slots: B sequences running,
   λ admitted per step (λ ≤ B/O slots, λ·(I+O−1) ≤ M budget), a share f of steps carrying a prefill
   chunk q; mean step t̄ = f·t(d, q) + (1−f)·t(d, 0); requests/s = λ ÷ t̄. Below capacity the running
-  count solves Little's law B = R × e2e(B) and queueing adds ρ/(1−ρ)·t̄/2.
+  count solves Little's law B = R × e2e(B) and queueing adds ρ/(1−ρ)·t̄/2. Without mixing, a step that
+  admits a prefill is a decode step plus a prefill-only step: t(d, 0) + t(0, q).
 
 All functions broadcast over numpy arrays.
 """
@@ -89,7 +92,7 @@ def _lengths(isl, osl, extras: Extras):
 
 
 def wave(c: StepCosts, eff: Efficiency, budget: float, isl, osl, n, full_length, ideal: bool,
-         extras: Extras = Extras()) -> dict[str, np.ndarray]:
+         extras: Extras = Extras(), mixed: bool = True) -> dict[str, np.ndarray]:
     """N equal requests arriving together (N within the engine's slots)."""
     I, O, I_new = _lengths(isl, osl, extras)
     N = np.maximum(np.asarray(n, dtype=float), 1.0)
@@ -97,7 +100,7 @@ def wave(c: StepCosts, eff: Efficiency, budget: float, isl, osl, n, full_length,
     keys = attended_tokens_prefill(c.arch, I_new, I * extras.prefix_hit_rate)
     k = np.maximum(np.ceil(N * I_new / budget), 1.0)
     chunk = N * I_new / k
-    t_c = _decode_step(c, eff, N * (k - 1) / (2 * k), I, ideal, extras, chunk, keys)
+    t_c = _decode_step(c, eff, N * (k - 1) / (2 * k) if mixed else 0.0, I, ideal, extras, chunk, keys)
     t_d = _decode_step(c, eff, N, I + O / 2, ideal, extras)
     decode_steps = (O - 1) / tau
     # preemption: sequences beyond what fits at full length are evicted near the end and recomputed
@@ -112,12 +115,14 @@ def wave(c: StepCosts, eff: Efficiency, budget: float, isl, osl, n, full_length,
     # the front-end takes the N requests in one by one before it streams first tokens back
     ttft = eff.request_overhead_s + N * eff.admission_s + (k + 1) / 2 * t_c
     gaps = np.maximum(O - 1, 1.0)
-    itl = (decode_steps * t_d + np.minimum((k - 1) / 2, decode_steps) * (t_c - t_d) + tail * evicted / N) / gaps
+    # mixed: (k−1)/2 of a request's gaps are chunk steps instead of decode steps; unmixed: they come on top
+    waited = np.minimum((k - 1) / 2, decode_steps) * (t_c - t_d) if mixed else (k - 1) / 2 * t_c
+    itl = (decode_steps * t_d + waited + tail * evicted / N) / gaps
     return {"ttft": ttft, "itl": itl, "duration": duration, "t_dec": t_d, "t_mix": t_c, "running": N, "O": O, "I": I}
 
 
 def steady_state(c: StepCosts, eff: Efficiency, budget: float, isl, osl, running, ideal: bool,
-                 extras: Extras = Extras()) -> dict[str, np.ndarray]:
+                 extras: Extras = Extras(), mixed: bool = True) -> dict[str, np.ndarray]:
     """Continuous batching with `running` sequence slots kept full by staggered arrivals."""
     I, O, I_new = _lengths(isl, osl, extras)
     B = np.maximum(np.asarray(running, dtype=float), 1.0)
@@ -127,16 +132,17 @@ def steady_state(c: StepCosts, eff: Efficiency, budget: float, isl, osl, running
     lam = np.minimum(B / steps_per_request, budget / (I_new + (O - 1) / tau * (1 + extra_q)))
     d = lam * (O - 1) / tau
     ctx = I + O / 2
-    room = np.maximum(budget - d * (1 + extra_q), 1.0)
+    room = np.maximum(budget - d * (1 + extra_q), 1.0) if mixed else np.full_like(d, float(budget))
     q = np.minimum(np.maximum(I_new, lam * I_new), room)
     f = np.minimum(1.0, lam * I_new / q)
     t_dec = _decode_step(c, eff, d, ctx, ideal, extras)
-    t_mix = _decode_step(c, eff, d, ctx, ideal, extras, q, keys)
+    t_mix = (_decode_step(c, eff, d, ctx, ideal, extras, q, keys) if mixed
+             else t_dec + step_time_s(c, eff, 0, ctx, q, keys, ideal))
     t_bar = f * t_mix + (1 - f) * t_dec
     others = (B - 1) / B
     itl = (others * f * t_mix + (1 - others * f) * t_dec) / tau
     chunks = np.ceil(I_new / room)
-    own_prefill = chunks * np.where(chunks > 1, step_time_s(c, eff, d, ctx, room, keys, ideal), t_mix)
+    own_prefill = chunks * np.where(chunks > 1, step_time_s(c, eff, d if mixed else 0, ctx, room, keys, ideal), t_mix)
     ttft = eff.request_overhead_s + others * t_bar / 2 + own_prefill
     rps = lam / t_bar
     return {"ttft": ttft, "itl": itl, "rps": rps, "t_bar": t_bar, "t_dec": t_dec, "t_mix": t_mix,
@@ -154,15 +160,15 @@ def _pick(mask, a: dict, b: dict) -> dict:
     return {k: np.where(mask, a[k], b[k]) for k in a if k in b}
 
 
-def closed_loop(c, eff, budget, isl, osl, users, slots: Slots, ideal, extras=Extras()) -> LoadResult:
+def closed_loop(c, eff, budget, isl, osl, users, slots: Slots, ideal, extras=Extras(), mixed=True) -> LoadResult:
     """`users` clients with fixed lengths, each resending when its request ends (sync is 1 user).
     Within the engine's slots they move in waves; beyond them the excess queues in the engine."""
     U = np.asarray(users, dtype=float)
     B = np.minimum(U, slots.running)
-    w = wave(c, eff, budget, isl, osl, B, slots.full_length, ideal, extras)
+    w = wave(c, eff, budget, isl, osl, B, slots.full_length, ideal, extras, mixed)
     e2e_w = w["ttft"] + (w["O"] - 1) * w["itl"]
     w["rps"] = B / e2e_w
-    s = steady_state(c, eff, budget, isl, osl, B, ideal, extras)
+    s = steady_state(c, eff, budget, isl, osl, B, ideal, extras, mixed)
     e2e_s = s["ttft"] + (s["O"] - 1) * s["itl"]
     s["rps"] = np.minimum(s["rps"], B / e2e_s)
     in_waves = U <= slots.running
@@ -171,13 +177,13 @@ def closed_loop(c, eff, budget, isl, osl, users, slots: Slots, ideal, extras=Ext
     return _result(m, m["ttft"] + queue, m["rps"], ~in_waves)
 
 
-def burst(c, eff, budget, isl, osl, num_requests, slots: Slots, ideal, extras=Extras()) -> LoadResult:
+def burst(c, eff, budget, isl, osl, num_requests, slots: Slots, ideal, extras=Extras(), mixed=True) -> LoadResult:
     """N requests submitted at once; throughput = N ÷ time until the last one ends."""
     N = np.asarray(num_requests, dtype=float)
     B = np.minimum(N, slots.running)
-    w = wave(c, eff, budget, isl, osl, B, slots.full_length, ideal, extras)
+    w = wave(c, eff, budget, isl, osl, B, slots.full_length, ideal, extras, mixed)
     w["rps"] = N / (w["duration"] + eff.request_overhead_s)
-    s = steady_state(c, eff, budget, isl, osl, B, ideal, extras)
+    s = steady_state(c, eff, budget, isl, osl, B, ideal, extras, mixed)
     I_new = np.maximum(s["I"] * (1 - extras.prefix_hit_rate), 1.0)
     budget_bound = budget / (I_new + s["O"] - 1) < B / s["O"]
     # N/λ steps of mixed prefill+decode admit every request, then O−1 drain steps of decode only while
@@ -203,18 +209,18 @@ def burst(c, eff, budget, isl, osl, num_requests, slots: Slots, ideal, extras=Ex
 
 
 def open_loop(c, eff, budget, isl, osl, rate, slots: Slots, ideal, extras=Extras(),
-              num_requests=None, iterations: int = 12) -> LoadResult:
+              num_requests=None, iterations: int = 12, mixed: bool = True) -> LoadResult:
     """Requests arrive at `rate` per second. Below capacity, the running count solves B = R × e2e(B)
     (Little's law); queueing adds ρ/(1−ρ)·t̄/2. At or above capacity the queue grows for the whole test."""
     R = np.asarray(rate, dtype=float)
-    cap = steady_state(c, eff, budget, isl, osl, slots.running, ideal, extras)
+    cap = steady_state(c, eff, budget, isl, osl, slots.running, ideal, extras, mixed)
     rps_max = cap["rps"]
     B = np.ones_like(R * rps_max)
     for _ in range(iterations):
-        s = steady_state(c, eff, budget, isl, osl, B, ideal, extras)
+        s = steady_state(c, eff, budget, isl, osl, B, ideal, extras, mixed)
         e2e = s["ttft"] + (s["O"] - 1) * s["itl"]
         B = np.clip(R * e2e, 1.0, slots.running)
-    s = steady_state(c, eff, budget, isl, osl, B, ideal, extras)
+    s = steady_state(c, eff, budget, isl, osl, B, ideal, extras, mixed)
     rho = np.minimum(R / rps_max, 0.999)
     wait = compiled("queue_wait_s")(rho, s["t_bar"])
     n = R * 120.0 if num_requests is None else np.asarray(num_requests, dtype=float)

@@ -150,3 +150,49 @@ def test_decode_windows_from_a_real_vllm_log():
     big = [w for w in decode_windows(text) if w.running >= 384]
     assert len(big) >= 10
     assert all(55e-6 < w.step_s / w.running < 105e-6 for w in big)
+
+
+SGLANG_DATA = ROOT / "data/measurements/h200/sglang-0.5.17"
+SGLANG_RUNS = sorted(str(Path(p).parent) for p in glob.glob(str(SGLANG_DATA / "*/*/*/points.jsonl")))
+
+
+def test_sglang_profile_follows_the_engine_rules_seen_in_its_log():
+    """SGLang 0.5.17 on the H200 printed its resolved defaults and KV pool; the profile derives them from the
+    GPU's memory (nothing fitted) and the KV pool from the free memory × fraction − weights."""
+    import gzip
+    import re
+
+    from capacity.engine import sglang_defaults
+    from capacity.hardware import load_gpu
+
+    run = load_run(SGLANG_RUNS[0])
+    log = gzip.decompress((Path(SGLANG_RUNS[0]).parent / "server.log.gz").read_bytes()).decode()
+    graphs = re.search(r"Capture target decode CUDA graph begin\..*?bs=\[([\d, ]+)\]", log)[1]
+    printed = {"gpu_memory_utilization": float(re.search(r"mem_fraction_static=([\d.]+)", log)[1]),
+               "max_num_batched_tokens": int(re.search(r"chunked_prefill_size=(\d+)", log)[1]),
+               "max_cudagraph_tokens": max(int(x) for x in graphs.split(","))}
+    assert sglang_defaults(load_gpu("h200-sxm").usable_memory_bytes) == printed
+    e = estimate(Scenario(**{**run.scenario, "isl": 128, "osl": 128}))
+    assert e.engine == "sglang"
+    assert abs(e.kv_capacity_tokens / run.facts["kv_cache_tokens"] - 1) < 0.01
+    # other memory tiers: an 80 GB H100 keeps 8k chunks and a larger share in reserve; a B200 takes 16k chunks
+    h100, b200 = (sglang_defaults(load_gpu(g).usable_memory_bytes) for g in ("h100-sxm", "b200"))
+    assert h100["max_num_batched_tokens"] == 8192 and h100["gpu_memory_utilization"] < printed["gpu_memory_utilization"]
+    assert b200["max_num_batched_tokens"] == 16384 and b200["max_cudagraph_tokens"] == 512
+
+
+def test_sglang_with_vllm_kernels_carries_to_held_out_shapes():
+    """SGLang's sweep, never part of vLLM's fit: with vLLM's H200 calibration and only the front-end refitted
+    on two shapes, the held-out shapes' ITL and requests/s stay within 12 % and 10 % (MAPE)."""
+    from capacity.calibration import shipped_calibrations
+    from validate.calibrate import FRONT_END_PARAMETERS
+
+    assert len(SGLANG_RUNS) == 4
+    vllm = shipped_calibrations()[("vllm", "h200-sxm", "bf16")]
+    carried = compare_dirs(SGLANG_RUNS, {"vllm": vllm})
+    assert carried["error_itl_s"].abs().mean() < 0.10 and carried["error_requests_per_s"].abs().mean() < 0.10
+    cal, report = calibrate(SGLANG_RUNS, "sglang", "h200-sxm", "bf16", ["512x512", "2048x256"],
+                            start=vllm.efficiency, only=FRONT_END_PARAMETERS)
+    assert cal.efficiency.host_token_s == vllm.efficiency.host_token_s and cal.efficiency.matmul == vllm.efficiency.matmul
+    assert cal.efficiency.request_overhead_s < vllm.efficiency.request_overhead_s  # SGLang's faster short-prompt TTFT
+    assert report["held_out"]["mape_itl_s"] < 0.12 and report["held_out"]["mape_requests_per_s"] < 0.10

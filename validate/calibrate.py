@@ -158,6 +158,11 @@ def free_parameters(data: list[Sample]) -> list[str]:
 # those come from the first fit.
 KERNEL_PARAMETERS = ("weight_bandwidth", "matmul", "moe_matmul")
 
+# What a second engine on the same GPU and host refits from the first engine's fit: its HTTP front-end (fixed
+# time per request, serial admission). The kernels (FlashAttention 3, cuBLAS GEMMs) and the per-token host
+# floor are kept: on one host, SGLang 0.5.17's large-batch decode step per sequence matched vLLM's.
+FRONT_END_PARAMETERS = ("request_overhead_s", "admission_s")
+
 
 # The fit has several local optima (host time and GPU time can stand in for each other): it starts from
 # the given factors and from these host-side guesses too, and keeps the lowest weighted error.
