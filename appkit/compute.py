@@ -124,7 +124,7 @@ def memory_breakdown(s: Scenario) -> pd.DataFrame:
     m = plan.memory
     kv_what = (f"{m.kv_capacity_tokens:,} tokens of context" if m.num_groups == 1 else
                f"{m.num_blocks:,} blocks of {plan.profile.block_size_tokens} tokens shared by {m.num_groups} layer "
-               f"groups (sliding-window layers keep only the window); vLLM reports {m.kv_capacity_tokens:,} tokens")
+               f"groups (sliding-window layers keep only the window); the engine reports {m.kv_capacity_tokens:,} tokens")
     rows = [("Weights", m.weight_bytes, "the model's weights on this GPU (its 1/TP share)"),
             ("Activations", m.activation_bytes, "peak of the engine's profile run (token budget forward / sampler)"),
             ("Engine overhead", m.non_torch_bytes + m.cuda_graph_bytes, "CUDA context, workspaces, CUDA graphs"),

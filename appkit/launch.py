@@ -81,11 +81,12 @@ def sglang(c: Launch) -> str:
         cmd += ["--quantization", "fp8"]
     if c.kv_precision == "fp8":
         cmd += ["--kv-cache-dtype", "fp8_e4m3"]
-    cmd += ["--context-length", str(c.max_model_len), "--max-running-requests", str(c.max_num_seqs),
-            "--chunked-prefill-size", str(c.max_num_batched_tokens), "--mem-fraction-static",
-            f"{c.gpu_memory_utilization - 0.04:.2f}", "--host", "0.0.0.0", "--port", "30000"]
-    note = _weights_note(c.precision)
-    return (f"# {note}\n" if note else "") + _fmt(cmd)
+    # memory fraction, prefill chunk and running-request limit are left to SGLang's own per-GPU defaults:
+    # they are what `--engine sglang` models (capacity.engine.sglang_defaults)
+    cmd += ["--context-length", str(c.max_model_len), "--host", "0.0.0.0", "--port", "30000"]
+    notes = [n for n in (_weights_note(c.precision),
+                         "memory fraction, prefill chunk and request limit: SGLang's defaults for this GPU") if n]
+    return "".join(f"# {n}\n" for n in notes) + _fmt(cmd)
 
 
 def trtllm(c: Launch) -> str:

@@ -12,6 +12,7 @@ from appkit.compute import Headline
 from appkit.measured import best_configurations, latency_column, matches_scenario
 from capacity import Scenario
 from capacity.architecture import catalog_ids
+from capacity.engine import engine_profile
 from capacity.formulas import FORMULAS, latex
 from capacity.hardware import gpu_catalog
 
@@ -61,13 +62,18 @@ def _csv_button(df: pd.DataFrame, name: str, key: str) -> None:
 
 # ---------- headline ----------
 
+def _sequence_cap(s: Scenario) -> str:
+    cap = engine_profile(s.engine).max_num_seqs
+    return f"{s.engine} runs at most {cap:,} sequences per replica" if cap < 10**8 else "no engine cap on sequences"
+
+
 def headline_metrics(s: Scenario, h: Headline, ttft_slo: float, itl_slo: float) -> None:
     ctx = s.isl + s.osl
     row = st.columns(4)
     row[0].metric("Max concurrent users", num(h.max_concurrent_users), border=True,
                   delta=f"at {ctx:,} tokens each", delta_color="off", delta_arrow="off",
                   help=f"requests of {ctx:,} tokens (input + output) whose KV cache fits at once, all replicas "
-                       f"(KV cache: {h.kv_capacity_tokens:,} tokens per replica; vLLM caps at 1,024 sequences per replica)")
+                       f"(KV cache: {h.kv_capacity_tokens:,} tokens per replica; {_sequence_cap(s)})")
     load = (f"{h.requests_per_s / h.max_requests_per_s:.0%} of the ceiling" if h.requests_per_s and h.max_requests_per_s
             else "none meets the objectives")
     row[1].metric("Requests/s within objectives", num(h.requests_per_s, 2), border=True, delta=load,
@@ -134,7 +140,7 @@ def gpu_name(s: Scenario) -> str:
 def charts_tab(s: Scenario, h: Headline, ttft_slo: float, itl_slo: float, target: float) -> None:
     sj = s.model_dump_json()
     mem = cached.memory_breakdown(sj)
-    st.subheader("Memory per GPU", help="vLLM's accounting: usable × gpu_memory_utilization − weights − activations "
+    st.subheader("Memory per GPU", help="the engine's accounting: usable × memory fraction − weights − activations "
                                          "− overhead = KV cache")
     st.vega_lite_chart(spec=charts.memory(mem), width="stretch")
     usable = mem["bytes"].sum()

@@ -113,8 +113,9 @@ def find_calibration(engine: str, gpu: str, precision: str) -> Calibration:
         return cals[(engine, gpu, precision)]
     near = NEAREST_PRECISION.get(precision, "bf16")
     for g in (gpu, CALIBRATED_GPU):
-        if (engine, g, near) in cals:
-            c = cals[(engine, g, near)]
-            return c.model_copy(update={"extrapolated": f"{engine} calibration measured on {g} in {near}, "
-                                                        f"applied to {gpu} {precision}: an extrapolation"})
+        for p in dict.fromkeys((near, "bf16", "fp8")):  # the nearest precision first, then any measured one
+            if (engine, g, p) in cals:
+                c = cals[(engine, g, p)]
+                return c.model_copy(update={"extrapolated": f"{engine} calibration measured on {g} in {p}, "
+                                                            f"applied to {gpu} {precision}: an extrapolation"})
     return cals.get(("default", "any", "any"), Calibration())

@@ -2,7 +2,10 @@
 
 `vllm` follows vLLM 0.26 defaults on a GPU with >= 70 GiB (OpenAI server): gpu_memory_utilization 0.92,
 chunked prefill with an 8192-token budget per step, at most 1024 running sequences, 16-token blocks,
-CUDA graphs captured up to 512 tokens. `ideal` has no limits but memory.
+CUDA graphs captured up to 512 tokens. `sglang` follows SGLang 0.5.17: its memory fraction, prefill chunk and
+largest decode CUDA graph depend on the GPU's memory (`sglang_defaults`), prefill batches run alone, pages
+hold one token. Sliding-window models use vLLM's hybrid-allocator rule for both (SGLang's own SWA pool is
+not modelled). `ideal` has no limits but memory.
 """
 
 from __future__ import annotations
@@ -92,17 +95,19 @@ PROFILES = {"vllm": VLLM, "sglang": SGLANG, "ideal": IDEAL}
 MiB = 2**20
 
 
-def sglang_defaults(gpu_memory_bytes: float, tp: int = 1) -> dict[str, float | int]:
+def sglang_defaults(gpu_memory_bytes: float, tp: int = 1, chunk: int | None = None) -> dict[str, float | int]:
     """SGLang 0.5.17's per-GPU defaults (server_args.py): chunked-prefill size and the largest decode CUDA
     graph by memory tier, then mem_fraction_static = 1 − reserve ÷ memory, where the reserve (MiB) is
-    512 + 1.5 × chunk + 128 × tp + 2 × max graph batch + 8 × prefill graph sizes, at least 10 GiB above 60 GiB."""
+    512 + 1.5 × chunk + 128 × tp + 2 × max graph batch + 8 × prefill graph sizes, at least 10 GiB above 60 GiB.
+    A `chunk` given (--chunked-prefill-size) replaces the tier's and enters the reserve."""
     mem_mib = gpu_memory_bytes / MiB
     tiers = ((20, 2048, 8, 8), (35, 2048, 24, 80), (60, 4096, 32, 160), (90, 8192, 256, 512), (160, 8192, 256, 512))
-    chunk, max_bs = 16384, 512
-    for limit_gib, tier_chunk, small_tp_bs, large_tp_bs in tiers:
+    tier_chunk, max_bs = 16384, 512
+    for limit_gib, this_chunk, small_tp_bs, large_tp_bs in tiers:
         if mem_mib < limit_gib * 1024:
-            chunk, max_bs = tier_chunk, (small_tp_bs if tp < 4 else large_tp_bs)
+            tier_chunk, max_bs = this_chunk, (small_tp_bs if tp < 4 else large_tp_bs)
             break
+    chunk = chunk or tier_chunk
     prefill_sizes = [x for x in (*range(4, 33, 4), *range(48, 257, 16), *range(288, 513, 32), *range(576, 1025, 64),
                                  *range(1280, 4097, 256), *range(4608, chunk + 1, 512)) if x <= chunk]
     reserve = 512 + max(chunk, 2048) * 1.5 + tp * 1024 / 8 + 2 * max_bs + 8 * len(prefill_sizes)
@@ -121,6 +126,6 @@ def engine_profile(name: str, gpu_memory_bytes: float | None = None, tp: int = 1
     except KeyError:
         raise WorkloadError(f"unknown engine profile '{name}'; choose one of {', '.join(PROFILES)}") from None
     if base.name == "sglang" and gpu_memory_bytes:
-        base = base.model_copy(update=sglang_defaults(gpu_memory_bytes, tp))
+        base = base.model_copy(update=sglang_defaults(gpu_memory_bytes, tp, overrides.get("max_num_batched_tokens")))
     clean = {k: v for k, v in overrides.items() if v is not None}
     return base.model_copy(update=clean) if clean else base

@@ -6,7 +6,7 @@ import math
 from typing import Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from capacity.architecture import load_model
 from capacity.calibration import IDEAL, Calibration, find_calibration, parse_calibration_file
@@ -37,6 +37,11 @@ class Scenario(BaseModel):
     kv_precision: str = "bf16"
     engine: str = "vllm"
     ideal: bool = False
+
+    @field_validator("engine")
+    @classmethod
+    def _engine_lower(cls, v: str) -> str:
+        return v.lower()
     isl: int = Field(1024, description="input tokens per request")
     osl: int = Field(128, description="output tokens per request")
     load: str = "sync"
@@ -170,6 +175,9 @@ def estimate_with_calibration(s: Scenario, calibration: Calibration | None) -> E
     step = step_parts(plan.costs, cal.efficiency, max(f["running"], 1.0), ctx, 0.0, 0.0, s.ideal)
     host_bound = bool(np.asarray(step.host_s) > np.asarray(step.gpu_s + step.overhead_s))
     notes = list(plan.notes)
+    if profile.name == "sglang" and model.sliding_window:
+        notes.append("SGLang keeps sliding-window layers in a pool of its own, which is not modelled: the KV "
+                     "figures follow vLLM's hybrid-allocator rule")
     if host_bound:
         notes.append(f"decode is host-bound at {f['running']:,.0f} running sequences: the engine's host work "
                      f"({cal.efficiency.host_token_s * 1e6:.0f} µs per sequence per step, from calibration "

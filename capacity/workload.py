@@ -113,10 +113,13 @@ def wave(c: StepCosts, eff: Efficiency, budget: float, isl, osl, n, full_length,
     tail = tail_steps * _decode_step(c, eff, np.maximum(evicted, 1.0), I + O, ideal, extras) + recompute
     duration = k * t_c + decode_steps * t_d + tail
     # the front-end takes the N requests in one by one before it streams first tokens back
-    ttft = eff.request_overhead_s + N * eff.admission_s + (k + 1) / 2 * t_c
+    # a request's prompt is done after (k+1)/2 chunk steps on average, after all k when one prompt spans them
+    ttft = eff.request_overhead_s + N * eff.admission_s + np.maximum((k + 1) / 2, k * (N + 1) / (2 * N)) * t_c
     gaps = np.maximum(O - 1, 1.0)
-    # mixed: (k−1)/2 of a request's gaps are chunk steps instead of decode steps; unmixed: they come on top
-    waited = np.minimum((k - 1) / 2, decode_steps) * (t_c - t_d) if mixed else (k - 1) / 2 * t_c
+    # chunk steps after a request's own prompt is done: (k−1)/2 on average, none when one prompt spans them
+    after = np.where(O > 1, np.minimum((k - 1) / 2, k * (N - 1) / (2 * N)), 0.0)
+    # mixed: those are chunk steps instead of decode steps; unmixed: they come on top, the sequence waits
+    waited = np.minimum(after, decode_steps) * (t_c - t_d) if mixed else after * t_c
     itl = (decode_steps * t_d + waited + tail * evicted / N) / gaps
     return {"ttft": ttft, "itl": itl, "duration": duration, "t_dec": t_d, "t_mix": t_c, "running": N, "O": O, "I": I}
 
@@ -129,7 +132,9 @@ def steady_state(c: StepCosts, eff: Efficiency, budget: float, isl, osl, running
     keys = attended_tokens_prefill(c.arch, I_new, I * extras.prefix_hit_rate)
     tau, extra_q = _spec(extras)
     steps_per_request = 1 + (O - 1) / tau
-    lam = np.minimum(B / steps_per_request, budget / (I_new + (O - 1) / tau * (1 + extra_q)))
+    # the step's token budget holds the admitted prompts, and with mixing the decoding tokens too
+    per_request = I_new + (O - 1) / tau * (1 + extra_q) if mixed else I_new
+    lam = np.minimum(B / steps_per_request, budget / per_request)
     d = lam * (O - 1) / tau
     ctx = I + O / 2
     room = np.maximum(budget - d * (1 + extra_q), 1.0) if mixed else np.full_like(d, float(budget))
@@ -185,7 +190,7 @@ def burst(c, eff, budget, isl, osl, num_requests, slots: Slots, ideal, extras=Ex
     w["rps"] = N / (w["duration"] + eff.request_overhead_s)
     s = steady_state(c, eff, budget, isl, osl, B, ideal, extras, mixed)
     I_new = np.maximum(s["I"] * (1 - extras.prefix_hit_rate), 1.0)
-    budget_bound = budget / (I_new + s["O"] - 1) < B / s["O"]
+    budget_bound = budget / (I_new + (s["O"] - 1 if mixed else 0.0)) < B / s["O"]
     # N/λ steps of mixed prefill+decode admit every request, then O−1 drain steps of decode only while
     # the last admitted finish (mean batch d/2); a request spends a share φ of its gaps in the drain
     tau, _ = _spec(extras)

@@ -144,3 +144,17 @@ def test_prefill_that_runs_alone_costs_decode_time(isl, osl, n):
     mixed = burst(PLAN.costs, EFF, 8192, isl, osl, n, cap, False, mixed=True)
     alone = burst(PLAN.costs, EFF, 8192, isl, osl, n, cap, False, mixed=False)
     assert alone.itl_s >= mixed.itl_s * 0.999
+
+
+@settings(max_examples=30, deadline=None)
+@given(isl=st.integers(1, 40_000), more=st.integers(1, 9000), engine=st.sampled_from(["vllm", "sglang"]))
+def test_one_request_ttft_grows_with_its_prompt(isl, more, engine):
+    """A lone request's prompt is done only after all its chunks (no dip when it needs one more chunk)."""
+    short = estimate(Scenario(engine=engine, isl=isl, osl=16))
+    long = estimate(Scenario(engine=engine, isl=isl + more, osl=16))
+    assert long.ttft_s >= short.ttft_s * 0.999
+
+
+def test_a_single_output_token_has_no_inter_token_latency():
+    for engine in ("vllm", "sglang"):
+        assert estimate(Scenario(engine=engine, isl=100, osl=1, load="burst:1000")).itl_s == 0

@@ -152,6 +152,12 @@ def test_sglang_0_5_17_facts_from_the_h200_log():
     assert facts.max_concurrency == pytest.approx(906_051 / 131_072)
 
 
+def test_sglang_graph_memory_counts_each_kind_once_at_tensor_parallel():
+    log = "".join(f"[t TP{r}] Capture target {kind} CUDA graph end. elapsed=1.0 s, mem usage={gb} GB, avail mem=9 GB.\n"
+                  for r in (0, 1) for kind, gb in (("prefill", 1.5), ("decode", 0.25)))
+    assert sglang.parse_facts(log).cuda_graph_bytes == round(1.75 * GiB)
+
+
 def test_sglang_joint_kv_line():
     facts = sglang.parse_facts("KV Cache is allocated. #tokens: 383872, KV size: 19.36 GB")
     assert facts.kv_cache_tokens == 383_872 and facts.kv_cache_bytes == round(19.36 * GiB)

@@ -116,7 +116,11 @@ def _served(base_url: str) -> tuple[list[dict], str | None]:
             found = None
             for path in VERSION_PATHS:
                 version = http.get(base_url + path)
-                if version.status_code == 200 and (found := version.json().get("version")):
+                try:
+                    found = version.json().get("version") if version.status_code == 200 else None
+                except ValueError:  # a 200 that is not JSON
+                    found = None
+                if found:
                     break
     except httpx.HTTPError as err:
         raise UsageError(f"no OpenAI-compatible server at {base_url}: {type(err).__name__}: {err}") from None

@@ -18,6 +18,7 @@ import pandas as pd
 from capacity import Scenario
 from capacity.estimate import estimate_with_calibration
 from capacity.calibration import Calibration
+from capacity.engine import PROFILES
 from capacity.errors import CapacityError
 from validate.errors import ValidateError
 from validate.results import PointResult, ResultsDir
@@ -81,7 +82,8 @@ def load_run(path: str | Path) -> MeasuredRun:
     argv = extra.get("engine_argv") or (meta.engine_argv if meta else [])
     scenario = {"model": extra.get("model") or (meta.model_id if meta else None),
                 "gpu": extra.get("gpu") or (meta.gpu_id if meta else None),
-                "engine": extra.get("engine") or "vllm", **scenario_from_argv(argv)}
+                "engine": extra.get("engine") or (meta.engine if meta and meta.engine in PROFILES else "vllm"),
+                **scenario_from_argv(argv)}
     for key in ("precision", "kv_precision"):
         if key in extra:
             scenario[key] = extra[key]

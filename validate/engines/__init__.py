@@ -5,6 +5,7 @@ All of them share one launcher (``launcher.EngineProcess``).
 
 from __future__ import annotations
 
+import os
 import subprocess
 from pathlib import Path
 
@@ -38,7 +39,8 @@ def installed_version(command: EngineCommand) -> str | None:
     if not command.version_argv:
         return None
     try:
-        result = subprocess.run(command.version_argv, capture_output=True, text=True, timeout=60, check=False)
+        result = subprocess.run(command.version_argv, capture_output=True, text=True, timeout=60, check=False,
+                                env={**os.environ, **command.env})
     except (OSError, subprocess.SubprocessError):
         return None
     return result.stdout.strip() or None if result.returncode == 0 else None

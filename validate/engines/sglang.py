@@ -60,10 +60,13 @@ def parse_facts(log_text: str) -> EngineFacts:
         facts.kv_cache_bytes = round((float(m[2]) + float(m[3])) * GiB_LABELLED_GB)
     elif m := search(KV_JOINT, log_text, lines):
         facts.kv_cache_tokens, facts.kv_cache_bytes = int(m[1]), round(float(m[2]) * GiB_LABELLED_GB)
-    graphs = [line.strip() for line in log_text.splitlines() if GRAPH.search(line)]
+    graphs: dict[str, str] = {}  # graph kind -> its first line (at TP > 1 every rank prints its own)
+    for line in log_text.splitlines():
+        if m := GRAPH.search(line):
+            graphs.setdefault(m[0].split(" end.")[0].lower(), line.strip())
     if graphs:
-        facts.cuda_graph_bytes = round(sum(float(GRAPH.search(line)[1]) for line in graphs) * GiB_LABELLED_GB)
-        lines += [line[:300] for line in graphs]
+        facts.cuda_graph_bytes = round(sum(float(GRAPH.search(x)[1]) for x in graphs.values()) * GiB_LABELLED_GB)
+        lines += [x[:300] for x in graphs.values()]
     if m := search(LIMITS, log_text, lines):
         facts.kv_cache_tokens = facts.kv_cache_tokens or int(m[1])
         context_len = int(m[3])
