@@ -203,10 +203,14 @@ def burst(c, eff, budget, isl, osl, num_requests, slots: Slots, ideal, extras=Ex
     # admission: with the token budget binding, requests enter at the steady pace λ per step, so the
     # mean request waits N/(2λ) steps; with the slots binding, the first B enter at the prefill pace
     # and the rest as slots free up
-    first = B * I_new / budget
-    slot_steps = (B * first / 2 + (N - B) * (first + (N - B) / (2 * s["lam"]))) / N
-    wait_steps = np.where(budget_bound, N / (2 * s["lam"]), slot_steps)
-    s["ttft"] = s["ttft"] + wait_steps * s["t_bar"] + N * eff.admission_s
+    # and the rest as slots free up. The first B's prompts fill whole budget-sized prefill steps (with the
+    # sequences admitted before them decoding alongside, B/2 on average, when the engine mixes)
+    first = np.maximum(B * I_new / budget, 1.0)
+    keys = attended_tokens_prefill(c.arch, I_new, s["I"] * extras.prefix_hit_rate)
+    t_first = _decode_step(c, eff, B / 2 if mixed else 0.0, s["I"], ideal, extras, np.minimum(B * I_new, budget), keys)
+    slot_wait = (B * first / 2 * t_first + (N - B) * (first * t_first + (N - B) / (2 * s["lam"]) * s["t_bar"])) / N
+    wait = np.where(budget_bound, N / (2 * s["lam"]) * s["t_bar"], slot_wait)
+    s["ttft"] = s["ttft"] + wait + N * eff.admission_s
     s["rps"] = rps_s
     one_wave = N <= slots.running
     m = _pick(one_wave, w, s)
