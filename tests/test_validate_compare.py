@@ -196,3 +196,16 @@ def test_sglang_with_vllm_kernels_carries_to_held_out_shapes():
     assert cal.efficiency.host_token_s == vllm.efficiency.host_token_s and cal.efficiency.matmul == vllm.efficiency.matmul
     assert cal.efficiency.request_overhead_s < vllm.efficiency.request_overhead_s  # SGLang's faster short-prompt TTFT
     assert report["held_out"]["mape_itl_s"] < 0.12 and report["held_out"]["mape_requests_per_s"] < 0.10
+
+
+def test_engine_flags_under_either_engines_names():
+    from validate.compare import scenario_from_argv
+
+    vllm = scenario_from_argv(["vllm", "serve", "m", "--tensor-parallel-size", "2", "--enable-expert-parallel",
+                               "--gpu-memory-utilization", "0.85", "--max-num-batched-tokens=4096"])
+    sglang = scenario_from_argv(["python", "-m", "sglang.launch_server", "--tp-size", "2", "--ep-size", "2",
+                                 "--mem-fraction-static", "0.85", "--chunked-prefill-size", "4096",
+                                 "--max-running-requests", "256", "--context-length", "8192"])
+    assert vllm == {"tp": 2, "num_gpus": 2, "expert_parallel": True, "gpu_memory_utilization": 0.85,
+                    "max_num_batched_tokens": 4096}
+    assert sglang == {**vllm, "max_num_seqs": 256, "max_model_len": 8192}

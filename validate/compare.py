@@ -50,22 +50,27 @@ def argv_value(argv: list[str], *flags: str) -> str | None:
     return None
 
 
+# (vLLM flag, SGLang flag) -> scenario field: the same limit under each engine's name
+LIMIT_FLAGS = ((("--gpu-memory-utilization", "--mem-fraction-static"), "gpu_memory_utilization", float),
+               (("--max-num-seqs", "--max-running-requests"), "max_num_seqs", int),
+               (("--max-num-batched-tokens", "--chunked-prefill-size"), "max_num_batched_tokens", int),
+               (("--max-model-len", "--context-length"), "max_model_len", int))
+
+
 def scenario_from_argv(argv: list[str]) -> dict:
-    """Engine flags that change the prediction: precision, KV dtype, TP, memory and scheduler limits."""
+    """Engine flags that change the prediction (vLLM's or SGLang's names): precision, KV dtype, TP, memory and
+    scheduler limits."""
     s: dict = {}
     if q := argv_value(argv, "--quantization"):
         s["precision"] = "fp8" if q.startswith("fp8") else q
     if kv := argv_value(argv, "--kv-cache-dtype"):
         s["kv_precision"] = "fp8" if kv.startswith("fp8") else "bf16"
-    if tp := argv_value(argv, "--tensor-parallel-size", "-tp"):
+    if tp := argv_value(argv, "--tensor-parallel-size", "-tp", "--tp-size", "--tp"):
         s["tp"] = s["num_gpus"] = int(tp)
-    if "--enable-expert-parallel" in argv:
+    if "--enable-expert-parallel" in argv or int(argv_value(argv, "--ep-size", "--expert-parallel-size") or 1) > 1:
         s["expert_parallel"] = True
-    for flag, key, kind in (("--gpu-memory-utilization", "gpu_memory_utilization", float),
-                            ("--max-num-seqs", "max_num_seqs", int),
-                            ("--max-num-batched-tokens", "max_num_batched_tokens", int),
-                            ("--max-model-len", "max_model_len", int)):
-        if (v := argv_value(argv, flag)) is not None:
+    for flags, key, kind in LIMIT_FLAGS:
+        if (v := argv_value(argv, *flags)) is not None:
             s[key] = kind(v)
     return s
 
