@@ -282,3 +282,14 @@ def test_bad_results_upload_is_a_message(fixture_corpus):
     at.sidebar.file_uploader[0].set_value(("points.jsonl", b"{not json}\n{\"load\": \"sync\"}\n", "application/json"))
     rerun(at)
     assert any("points.jsonl:1 is not JSON" in e.value for e in at.error)
+
+
+def test_sglang_engine_profile_in_the_app(empty_corpus):
+    """Choosing SGLang renders without error, and its own memory rule gives another KV size than vLLM's."""
+    at = run_app()
+    vllm = metrics(at)
+    at.radio(key="engine").set_value("SGLang")
+    rerun(at)
+    assert not at.exception and not at.error
+    sglang = metrics(at)
+    assert sglang["Max concurrent users"] != vllm["Max concurrent users"]
