@@ -37,11 +37,6 @@ class Scenario(BaseModel):
     kv_precision: str = "bf16"
     engine: str = "vllm"
     ideal: bool = False
-
-    @field_validator("engine")
-    @classmethod
-    def _engine_lower(cls, v: str) -> str:
-        return v.lower()
     isl: int = Field(1024, description="input tokens per request")
     osl: int = Field(128, description="output tokens per request")
     load: str = "sync"
@@ -56,6 +51,11 @@ class Scenario(BaseModel):
     spec_draft_tokens: int = Field(0, ge=0, le=64)
     spec_draft_cost: float = Field(0.0, ge=0, le=10)
     num_requests: int | None = Field(None, ge=1, description="requests in a rate test (default: 120 s of arrivals)")
+
+    @field_validator("engine")
+    @classmethod
+    def _engine_lower(cls, v: str) -> str:
+        return v.lower()
 
 
 class Estimate(BaseModel):

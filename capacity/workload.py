@@ -150,7 +150,7 @@ def steady_state(c: StepCosts, eff: Efficiency, budget: float, isl, osl, running
     own_prefill = chunks * np.where(chunks > 1, step_time_s(c, eff, d if mixed else 0, ctx, room, keys, ideal), t_mix)
     ttft = eff.request_overhead_s + others * t_bar / 2 + own_prefill
     rps = lam / t_bar
-    return {"ttft": ttft, "itl": itl, "rps": rps, "t_bar": t_bar, "t_dec": t_dec, "t_mix": t_mix,
+    return {"ttft": ttft, "itl": itl, "rps": rps, "t_bar": t_bar, "t_dec": t_dec, "t_mix": t_mix, "keys": keys,
             "lam": lam, "running": lam * steps_per_request, "O": O, "I": I}
 
 
@@ -202,12 +202,11 @@ def burst(c, eff, budget, isl, osl, num_requests, slots: Slots, ideal, extras=Ex
     s["itl"] = (1 - phi) * s["itl"] + phi * t_drain / tau
     # admission: with the token budget binding, requests enter at the steady pace λ per step, so the
     # mean request waits N/(2λ) steps; with the slots binding, the first B enter at the prefill pace
-    # and the rest as slots free up
     # and the rest as slots free up. The first B's prompts fill whole budget-sized prefill steps (with the
     # sequences admitted before them decoding alongside, B/2 on average, when the engine mixes)
     first = np.maximum(B * I_new / budget, 1.0)
-    keys = attended_tokens_prefill(c.arch, I_new, s["I"] * extras.prefix_hit_rate)
-    t_first = _decode_step(c, eff, B / 2 if mixed else 0.0, s["I"], ideal, extras, np.minimum(B * I_new, budget), keys)
+    t_first = _decode_step(c, eff, B / 2 if mixed else 0.0, s["I"], ideal, extras, np.minimum(B * I_new, budget),
+                           s["keys"])
     slot_wait = (B * first / 2 * t_first + (N - B) * (first * t_first + (N - B) / (2 * s["lam"]) * s["t_bar"])) / N
     wait = np.where(budget_bound, N / (2 * s["lam"]) * s["t_bar"], slot_wait)
     s["ttft"] = s["ttft"] + wait + N * eff.admission_s

@@ -7,7 +7,6 @@ large-batch decode step read from vLLM's own log. Rerun: python scripts/accuracy
 from __future__ import annotations
 
 import glob
-import json
 import sys
 from pathlib import Path
 
@@ -52,6 +51,13 @@ def pct(x: float) -> str:
     return "" if x is None or not np.isfinite(x) else f"{x * 100:+.0f} %"
 
 
+def ship(cal: Calibration, notes: str) -> Calibration:
+    """Write a fitted calibration where the CLI and app find it (capacity/calibrations/ENGINE--GPU--PRECISION.json)."""
+    cal = cal.model_copy(update={"notes": notes})
+    (OUT_CAL / f"{cal.engine}--{cal.gpu}--{cal.precision}.json").write_text(cal.model_dump_json(indent=1) + "\n")
+    return cal
+
+
 def main() -> None:
     runs = vllm_runs()
     dirs = list(runs)
@@ -68,10 +74,9 @@ def main() -> None:
                                        "host floor, attention, KV reads, MoE GEMMs) from the bf16 fit" if shared else ""),
                              start=shared.efficiency if shared else None, only=KERNEL_PARAMETERS if shared else None,
                              base_residuals=shared.residuals if shared else None)
-        cal = cal.model_copy(update={"notes": "Fitted on one H200 SXM with vLLM 0.26.0 defaults. On other GPUs it is an "
-                                              "extrapolation: the factors are shares of each GPU's own peaks."})
-        (OUT_CAL / f"vllm--h200-sxm--{precision}.json").write_text(cal.model_dump_json(indent=1) + "\n")
-        cals[precision], reports[precision] = cal, rep
+        cals[precision] = ship(cal, "Fitted on one H200 SXM with vLLM 0.26.0 defaults. On other GPUs it is an "
+                                    "extrapolation: the factors are shares of each GPU's own peaks.")
+        reports[precision] = rep
     sglang_dirs = sorted(str(Path(p).parent) for p in glob.glob(str(SGLANG_DATA / "*/*/*/points.jsonl")))
     sg_cal, sg_rep = calibrate(sglang_dirs, "sglang", "h200-sxm", "bf16", HOLDOUT,
                                source="fitted by scripts/accuracy_report.py on SGLang 0.5.17 / H200 measurements "
@@ -80,9 +85,8 @@ def main() -> None:
                                       "vLLM's bf16 fit",
                                start=cals["bf16"].efficiency, only=FRONT_END_PARAMETERS,
                                base_residuals=cals["bf16"].residuals)
-    sg_cal = sg_cal.model_copy(update={"notes": "Fitted on one H200 SXM with SGLang 0.5.17 defaults (one model, "
-                                                "Llama-3.1-8B bf16). Elsewhere an extrapolation."})
-    (OUT_CAL / "sglang--h200-sxm--bf16.json").write_text(sg_cal.model_dump_json(indent=1) + "\n")
+    sg_cal = ship(sg_cal, "Fitted on one H200 SXM with SGLang 0.5.17 defaults (one model, Llama-3.1-8B bf16). "
+                          "Elsewhere an extrapolation.")
     from capacity.calibration import shipped_calibrations
     shipped_calibrations.cache_clear()
     sg = compare_dirs(sglang_dirs, {"ideal": None, "default": Calibration(), "vllm": cals["bf16"], "calibrated": None})
@@ -96,17 +100,18 @@ def main() -> None:
         [df["tp"] > 1, ~df["model"].isin(fitted_models), ~df["run"].map(fitted_run), df["shape"].isin(HOLDOUT)],
         ["TP>1, never fitted", "other model, never fitted", "never fitted", "held out"], "fitted")
     df = df.drop_duplicates(subset=["model", "precision", "tp", "shape", "load", "mode", "run"])
-    write_doc(df, reports, runs, sg, sg_rep, sglang_dirs)
+    write_doc(df, reports, runs, sg, sg_rep, {"vllm": cals["bf16"], "sglang": sg_cal})
 
 
 SPLITS = ("fitted", "held out", "never fitted", "other model, never fitted", "TP>1, never fitted")
 
 
-def summary(df: pd.DataFrame) -> str:
+def summary(df: pd.DataFrame, modes: tuple[str, ...] = ("ideal", "default", "calibrated"),
+            splits: tuple[str, ...] = SPLITS) -> str:
     rows = ["| mode | points | split | TTFT MAPE | ITL MAPE | requests/s MAPE | sync ITL max err | burst req/s max err |",
             "|---|---|---|---|---|---|---|---|"]
-    for mode in ("ideal", "default", "calibrated"):
-        for split in SPLITS:
+    for mode in modes:
+        for split in splits:
             g = df[(df["mode"] == mode) & (df["split"] == split)]
             if g.empty:
                 continue
@@ -225,18 +230,6 @@ def other_gpus_table() -> str:
 SGLANG_MODES = ("ideal", "default", "vllm", "calibrated")
 
 
-def sglang_summary(sg: pd.DataFrame) -> str:
-    rows = ["| mode | split | points | TTFT MAPE | ITL MAPE | requests/s MAPE | burst req/s max err |", "|---|---|---|---|---|---|---|"]
-    for mode in SGLANG_MODES:
-        for split in ("fitted", "held out"):
-            g = sg[(sg["mode"] == mode) & (sg["split"] == split)]
-            burst = g[g["load"].str.startswith("burst")]["error_requests_per_s"].abs().max()
-            rows.append(f"| {mode} | {split} | {len(g)} | {g['error_ttft_s'].abs().mean() * 100:.0f} % | "
-                        f"{g['error_itl_s'].abs().mean() * 100:.0f} % | {g['error_requests_per_s'].abs().mean() * 100:.0f} % | "
-                        f"{burst * 100:.0f} % |")
-    return "\n".join(rows)
-
-
 def sglang_points(sg: pd.DataFrame) -> str:
     rows = ["| shape | load | split | TTFT meas | " + " / ".join(SGLANG_MODES) + " | ITL meas | " + " / ".join(SGLANG_MODES)
             + " | req/s meas | " + " / ".join(SGLANG_MODES) + " |", "|---|---|---|---|---|---|---|---|---|"]
@@ -253,14 +246,12 @@ def sglang_points(sg: pd.DataFrame) -> str:
 
 
 def write_doc(df: pd.DataFrame, reports: dict, runs: dict[str, MeasuredRun], sg: pd.DataFrame, sg_rep: dict,
-              sglang_dirs: list[str]) -> None:
-    sg_kv = load_run(sglang_dirs[0]).facts["kv_cache_tokens"]
+              bf16: dict[str, Calibration]) -> None:
     calibrated = sg[sg["mode"] == "calibrated"]
-    sg_kv_pred = calibrated["predicted_kv_tokens"].iloc[0]
+    sg_kv, sg_kv_pred = calibrated["measured_kv_tokens"].iloc[0], calibrated["predicted_kv_tokens"].iloc[0]
     burst_err = calibrated[calibrated["load"].str.startswith("burst")].set_index("shape")
-    sg_fit = json.loads((OUT_CAL / "sglang--h200-sxm--bf16.json").read_text())["efficiency"]
+    sg_fit, vllm_fit = bf16["sglang"].efficiency, bf16["vllm"].efficiency
     sg_held = sg_rep["held_out"]
-    vllm_fit = json.loads((OUT_CAL / "vllm--h200-sxm--bf16.json").read_text())["efficiency"]
     cal_lines = []
     for p, rep in reports.items():
         held = rep["held_out"]
@@ -367,11 +358,11 @@ token; and prefill batches that run alone while the running sequences wait (no m
 
 Modes: **vllm** = the model with SGLang's profile but vLLM's fitted H200 calibration as it stands (nothing
 from SGLang); **calibrated** = `capacity/calibrations/sglang--h200-sxm--bf16.json`, which refits only the
-front-end on the 128/1024 and 1024/128 shapes (request overhead {sg_fit['request_overhead_s'] * 1e3:.1f} ms,
-admission {sg_fit['admission_s'] * 1e3:.2f} ms per request, against vLLM's {vllm_fit['request_overhead_s'] * 1e3:.1f} ms and
-{vllm_fit['admission_s'] * 1e3:.2f} ms) and keeps vLLM's kernel efficiencies and host floor.
+front-end on the 128/1024 and 1024/128 shapes (request overhead {sg_fit.request_overhead_s * 1e3:.1f} ms,
+admission {sg_fit.admission_s * 1e3:.2f} ms per request, against vLLM's {vllm_fit.request_overhead_s * 1e3:.1f} ms and
+{vllm_fit.admission_s * 1e3:.2f} ms) and keeps vLLM's kernel efficiencies and host floor.
 
-{sglang_summary(sg)}
+{summary(sg, SGLANG_MODES, ("fitted", "held out"))}
 
 Held out, calibrated: share of measurements inside the 90 % interval TTFT {sg_held.get('coverage_ttft_s', float('nan')) * 100:.0f} %,
 ITL {sg_held.get('coverage_itl_s', float('nan')) * 100:.0f} %, requests/s {sg_held.get('coverage_requests_per_s', float('nan')) * 100:.0f} %.

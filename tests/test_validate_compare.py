@@ -159,14 +159,14 @@ SGLANG_RUNS = sorted(str(Path(p).parent) for p in glob.glob(str(SGLANG_DATA / "*
 def test_sglang_profile_follows_the_engine_rules_seen_in_its_log():
     """SGLang 0.5.17 on the H200 printed its resolved defaults and KV pool; the profile derives them from the
     GPU's memory (nothing fitted) and the KV pool from the free memory × fraction − weights."""
-    import gzip
     import re
 
     from capacity.engine import sglang_defaults
     from capacity.hardware import load_gpu
+    from validate.steplog import server_log_text
 
     run = load_run(SGLANG_RUNS[0])
-    log = gzip.decompress((Path(SGLANG_RUNS[0]).parent / "server.log.gz").read_bytes()).decode()
+    log = server_log_text(Path(SGLANG_RUNS[0]).parent)
     graphs = re.search(r"Capture target decode CUDA graph begin\..*?bs=\[([\d, ]+)\]", log)[1]
     printed = {"gpu_memory_utilization": float(re.search(r"mem_fraction_static=([\d.]+)", log)[1]),
                "max_num_batched_tokens": int(re.search(r"chunked_prefill_size=(\d+)", log)[1]),

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import gzip
 import json
 from pathlib import Path
 
@@ -141,11 +140,13 @@ def test_sglang_facts():
     assert facts.max_concurrency == pytest.approx(413_444 / 131_072)
 
 
-SGLANG_LOG_H200 = Path(__file__).parents[1] / "data/measurements/h200/sglang-0.5.17/sitting-5/Llama-3.1-8B-bf16-sglang/server.log.gz"
+SGLANG_SERVER_H200 = Path(__file__).parents[1] / "data/measurements/h200/sglang-0.5.17/sitting-5/Llama-3.1-8B-bf16-sglang"
 
 
 def test_sglang_0_5_17_facts_from_the_h200_log():
-    facts = sglang.parse_facts(gzip.decompress(SGLANG_LOG_H200.read_bytes()).decode())
+    from validate.steplog import server_log_text
+
+    facts = sglang.parse_facts(server_log_text(SGLANG_SERVER_H200))
     assert facts.weights_bytes == round(15.02 * GiB)
     assert facts.kv_cache_tokens == 906_051 and facts.kv_cache_bytes == round(110.60 * GiB)
     assert facts.cuda_graph_bytes == round((1.47 + 0.31) * GiB)  # prefill and decode graphs

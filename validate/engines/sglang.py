@@ -60,13 +60,13 @@ def parse_facts(log_text: str) -> EngineFacts:
         facts.kv_cache_bytes = round((float(m[2]) + float(m[3])) * GiB_LABELLED_GB)
     elif m := search(KV_JOINT, log_text, lines):
         facts.kv_cache_tokens, facts.kv_cache_bytes = int(m[1]), round(float(m[2]) * GiB_LABELLED_GB)
-    graphs: dict[str, str] = {}  # graph kind -> its first line (at TP > 1 every rank prints its own)
+    graphs: dict[str, tuple[str, float]] = {}  # graph kind -> (its first line, GiB): every TP rank prints its own
     for line in log_text.splitlines():
         if m := GRAPH.search(line):
-            graphs.setdefault(m[0].split(" end.")[0].lower(), line.strip())
+            graphs.setdefault(m[0].split(" end.")[0].lower(), (line.strip()[:300], float(m[1])))
     if graphs:
-        facts.cuda_graph_bytes = round(sum(float(GRAPH.search(x)[1]) for x in graphs.values()) * GiB_LABELLED_GB)
-        lines += [x[:300] for x in graphs.values()]
+        facts.cuda_graph_bytes = round(sum(gib for _, gib in graphs.values()) * GiB_LABELLED_GB)
+        lines += [line for line, _ in graphs.values()]
     if m := search(LIMITS, log_text, lines):
         facts.kv_cache_tokens = facts.kv_cache_tokens or int(m[1])
         context_len = int(m[3])
