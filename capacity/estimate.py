@@ -50,7 +50,7 @@ class Scenario(BaseModel):
     spec_acceptance: float = Field(0.0, ge=0, lt=1)
     spec_draft_tokens: int = Field(0, ge=0, le=64)
     spec_draft_cost: float = Field(0.0, ge=0, le=10)
-    num_requests: int | None = Field(None, ge=1, description="requests in a rate test (default: 120 s of arrivals)")
+    num_requests: int | None = Field(None, ge=1, description="requests in a rate test (default: 120 s of arrivals) or a concurrency test (default: endless)")
 
     @field_validator("engine")
     @classmethod
@@ -138,13 +138,15 @@ def calibration_for(s: Scenario, plan: Plan) -> Calibration:
 def run_load(plan: Plan, cal: Calibration, s: Scenario, isl, osl, load_kind: str, value) -> LoadResult:
     extras = Extras(s.prefix_hit_rate, s.spec_acceptance, s.spec_draft_tokens, s.spec_draft_cost)
     budget = plan.profile.max_num_batched_tokens
-    cap = Slots(plan.max_running(isl, osl), np.asarray(plan.max_concurrent(np.asarray(isl) + np.asarray(osl)), dtype=float))
+    cap = Slots(plan.max_running(isl, osl),
+                np.asarray(plan.max_concurrent(np.asarray(isl) + np.asarray(osl)), dtype=float),
+                np.asarray(plan.max_concurrent(np.asarray(isl)), dtype=float))
     args = (plan.costs, cal.efficiency, budget, isl, osl)
     mixed = plan.profile.mixed_prefill
     if load_kind == "sync":
         return closed_loop(*args, 1, cap, s.ideal, extras, mixed)
     if load_kind == "concurrency":
-        return closed_loop(*args, value, cap, s.ideal, extras, mixed)
+        return closed_loop(*args, value, cap, s.ideal, extras, mixed, s.num_requests)
     if load_kind == "burst":
         return burst(*args, value, cap, s.ideal, extras, mixed)
     return open_loop(*args, value, cap, s.ideal, extras, s.num_requests, mixed=mixed)

@@ -46,10 +46,12 @@ class Extras:
 
 @dataclass(frozen=True)
 class Slots:
-    """How many sequences one replica runs: in steady state (mean context I + O/2) and at full length."""
+    """How many sequences one replica runs: in steady state (mean context I + O/2), at full length, and
+    how many a wave can admit at once (the engine admits a request when its prompt's blocks are free)."""
 
     running: np.ndarray
     full_length: np.ndarray
+    admitted: np.ndarray
 
 
 @dataclass(frozen=True)
@@ -101,17 +103,28 @@ def wave(c: StepCosts, eff: Efficiency, budget: float, isl, osl, n, full_length,
     k = np.maximum(np.ceil(N * I_new / budget), 1.0)
     chunk = N * I_new / k
     t_c = _decode_step(c, eff, N * (k - 1) / (2 * k) if mixed else 0.0, I, ideal, extras, chunk, keys)
-    t_d = _decode_step(c, eff, N, I + O / 2, ideal, extras)
     decode_steps = (O - 1) / tau
-    # preemption: sequences beyond what fits at full length are evicted near the end and recomputed
+    # the KV cache holds `room` tokens; when N sequences outgrow it (after t1 outputs) the engine preempts the
+    # latest, so the batch shrinks as room/(I+t) until the fitted ones finish; the evicted E = N − fit then
+    # recompute their prompt and the t_e outputs they had (mean t̄_e) and decode the O − t_e left
     fit = np.minimum(np.maximum(np.asarray(full_length, dtype=float), 1.0), N)
     evicted = N - fit
-    done_tokens = np.clip(fit * (I + O) / N - I, 0.0, O)  # outputs generated when the cache fills
-    tail_steps = np.where(evicted > 0, (O - done_tokens) / tau, 0.0)
-    recompute = np.where(evicted > 0, step_time_s(c, eff, 0, I, np.minimum(evicted * (I + done_tokens), budget),
-                                                  keys, ideal) * np.ceil(evicted * (I + done_tokens) / budget), 0.0)
-    tail = tail_steps * _decode_step(c, eff, np.maximum(evicted, 1.0), I + O, ideal, extras) + recompute
-    duration = k * t_c + decode_steps * t_d + tail
+    room = fit * (I + O)
+    t1 = np.clip(room / N - I, 0.0, O)
+    grow = np.log((I + O) / (I + t1))
+    late = np.maximum(O - t1, 1e-9)
+    shrinking = np.where(evicted > 0, room * grow / late, N)  # mean batch while the cache is full
+    t_e = np.where(evicted > 0, room * (grow + I / (I + O) - I / (I + t1)) / np.maximum(evicted, 1e-9), O)
+    steps_full = np.minimum(t1 / tau, decode_steps)
+    main = (steps_full * _decode_step(c, eff, N, I + t1 / 2, ideal, extras)
+            + (decode_steps - steps_full) * _decode_step(c, eff, shrinking, room / shrinking, ideal, extras))
+    t_d = main / np.maximum(decode_steps, 1e-9)
+    redo = evicted * (I + t_e)
+    recompute = np.where(evicted > 0, step_time_s(c, eff, 0, I, np.minimum(redo, budget), keys, ideal)
+                         * np.ceil(redo / budget), 0.0)
+    t_tail = _decode_step(c, eff, np.maximum(evicted * (O - t_e) / late, 1.0), I + (O + t_e) / 2, ideal, extras)
+    tail = np.where(evicted > 0, recompute + (O - t1) / tau * t_tail, 0.0)
+    duration = k * t_c + main + tail
     # the front-end takes the N requests in one by one before it streams first tokens back
     # a request's prompt is done after (k+1)/2 chunk steps on average, after all k when one prompt spans them
     ttft = eff.request_overhead_s + N * eff.admission_s + np.maximum((k + 1) / 2, k * (N + 1) / (2 * N)) * t_c
@@ -120,7 +133,9 @@ def wave(c: StepCosts, eff: Efficiency, budget: float, isl, osl, n, full_length,
     after = np.where(O > 1, np.minimum((k - 1) / 2, k * (N - 1) / (2 * N)), 0.0)
     # mixed: those are chunk steps instead of decode steps; unmixed: they come on top, the sequence waits
     waited = np.minimum(after, decode_steps) * (t_c - t_d) if mixed else after * t_c
-    itl = (decode_steps * t_d + waited + tail * evicted / N) / gaps
+    # an evicted request waits out the others, its recompute, then decodes its O − t_e left
+    evicted_extra = np.where(evicted > 0, recompute + (O - t_e) / tau * t_tail, 0.0)
+    itl = (main + waited + evicted_extra * evicted / N) / gaps
     return {"ttft": ttft, "itl": itl, "duration": duration, "t_dec": t_d, "t_mix": t_c, "running": N, "O": O, "I": I}
 
 
@@ -165,9 +180,13 @@ def _pick(mask, a: dict, b: dict) -> dict:
     return {k: np.where(mask, a[k], b[k]) for k in a if k in b}
 
 
-def closed_loop(c, eff, budget, isl, osl, users, slots: Slots, ideal, extras=Extras(), mixed=True) -> LoadResult:
+def closed_loop(c, eff, budget, isl, osl, users, slots: Slots, ideal, extras=Extras(), mixed=True,
+                num_requests=None) -> LoadResult:
     """`users` clients with fixed lengths, each resending when its request ends (sync is 1 user).
-    Within the engine's slots they move in waves; beyond them the excess queues in the engine."""
+    Within the engine's slots they move in waves; beyond them the excess queues in the engine.
+    A finite test of `num_requests` ends with its last wave's stragglers (sequences the KV cache
+    evicted and recomputed), so its requests/s is completed ÷ (waves before the last × mean e2e + the
+    last wave's whole duration); without it, the endless loop's B ÷ mean e2e."""
     U = np.asarray(users, dtype=float)
     B = np.minimum(U, slots.running)
     w = wave(c, eff, budget, isl, osl, B, slots.full_length, ideal, extras, mixed)
@@ -179,7 +198,12 @@ def closed_loop(c, eff, budget, isl, osl, users, slots: Slots, ideal, extras=Ext
     in_waves = U <= slots.running
     m = _pick(in_waves, w, s)
     queue = np.maximum(U / m["rps"] - (m["ttft"] + (m["O"] - 1) * m["itl"]), 0.0)
-    return _result(m, m["ttft"] + queue, m["rps"], ~in_waves)
+    rps = m["rps"]
+    if num_requests is not None:
+        n = np.maximum(np.asarray(num_requests, dtype=float), B)
+        last = np.where(in_waves, np.maximum(w["duration"] + eff.request_overhead_s, e2e_w), B / rps)
+        rps = n / ((n / B - 1) * B / rps + last)
+    return _result(m, m["ttft"] + queue, rps, ~in_waves)
 
 
 def burst(c, eff, budget, isl, osl, num_requests, slots: Slots, ideal, extras=Extras(), mixed=True) -> LoadResult:
@@ -211,7 +235,7 @@ def burst(c, eff, budget, isl, osl, num_requests, slots: Slots, ideal, extras=Ex
     wait = np.where(budget_bound, N / (2 * s["lam"]) * s["t_bar"], slot_wait)
     s["ttft"] = s["ttft"] + wait + N * eff.admission_s
     s["rps"] = rps_s
-    one_wave = N <= slots.running
+    one_wave = N <= slots.admitted
     m = _pick(one_wave, w, s)
     return _result(m, m["ttft"], m["rps"], ~one_wave)
 

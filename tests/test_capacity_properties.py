@@ -40,7 +40,7 @@ def test_ideal_step_is_a_lower_bound(d, ctx, p):
 @settings(max_examples=50)
 @given(isl=st.integers(1, 8000), osl=st.integers(1, 4000), n=st.integers(1, 2000))
 def test_ideal_throughput_bounds_calibrated(isl, osl, n):
-    cap = Slots(PLAN.max_running(isl, osl), PLAN.max_concurrent(isl + osl))
+    cap = Slots(PLAN.max_running(isl, osl), PLAN.max_concurrent(isl + osl), PLAN.max_concurrent(isl))
     args = (PLAN.costs,)
     real = burst(*args, EFF, 8192, isl, osl, n, cap, False)
     ideal = burst(*args, IDEAL.efficiency, 8192, isl, osl, n, cap, True)
@@ -50,7 +50,7 @@ def test_ideal_throughput_bounds_calibrated(isl, osl, n):
 @settings(max_examples=50)
 @given(isl=st.integers(1, 8000), osl=st.integers(2, 4000), c=st.integers(2, 512))
 def test_more_users_more_throughput_slower_tokens(isl, osl, c):
-    cap = Slots(PLAN.max_running(isl, osl), PLAN.max_concurrent(isl + osl))
+    cap = Slots(PLAN.max_running(isl, osl), PLAN.max_concurrent(isl + osl), PLAN.max_concurrent(isl))
     one = closed_loop(PLAN.costs, EFF, 8192, isl, osl, 1, cap, False)
     many = closed_loop(PLAN.costs, EFF, 8192, isl, osl, c, cap, False)
     assert many.requests_per_s >= one.requests_per_s * 0.999
@@ -140,7 +140,7 @@ def test_prefill_that_runs_alone_costs_decode_time(isl, osl, n):
     """An engine that runs prefill batches alone (SGLang) makes running sequences wait through them: per
     token no faster than mixing chunks into decode steps (vLLM). (Requests/s may go either way: a wave gets
     prefilled sooner when no decodes ride along.)"""
-    cap = Slots(PLAN.max_running(isl, osl), PLAN.max_concurrent(isl + osl))
+    cap = Slots(PLAN.max_running(isl, osl), PLAN.max_concurrent(isl + osl), PLAN.max_concurrent(isl))
     mixed = burst(PLAN.costs, EFF, 8192, isl, osl, n, cap, False, mixed=True)
     alone = burst(PLAN.costs, EFF, 8192, isl, osl, n, cap, False, mixed=False)
     assert alone.itl_s >= mixed.itl_s * 0.999

@@ -116,7 +116,7 @@ def excluded_loads(path: Path) -> set[str]:
 def point_scenario(run: MeasuredRun, p: PointResult, **overrides) -> Scenario:
     isl = int(round(p.isl)) if p.isl else int(run.scenario.get("isl", 0))
     osl = int(round(p.osl)) if p.osl else int(run.scenario.get("osl", 0))
-    extra = {"num_requests": p.completed + p.failed} if p.load.startswith("rate") else {}
+    extra = {"num_requests": p.completed + p.failed} if p.load.startswith(("rate", "concurrency")) else {}
     fields = {k: v for k, v in run.scenario.items() if k in Scenario.model_fields}
     return Scenario(**{**fields, "isl": isl, "osl": osl, "load": p.load, **extra, **overrides})
 
