@@ -3,5 +3,5 @@
 # finishes), then copy what it has packed so far into $OUT. usage: collect.sh WAIT_S
 end=$(( $(date +%s) + $1 ))
 while [ ! -f /tmp/res/done ] && [ "$(date +%s)" -lt "$end" ]; do sleep 5; done
-cp /tmp/res/*.tar.gz /tmp/res/*.log /tmp/res/gpus.csv /tmp/res/topo.txt "$OUT"/ 2>/dev/null
+cp /tmp/res/*.tar.gz /tmp/res/*.log /tmp/res/gpus.csv /tmp/res/topo.txt /tmp/res/cpu.txt "$OUT"/ 2>/dev/null
 ls /tmp/res; tail -n 4 /tmp/res/*.log

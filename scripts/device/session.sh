@@ -13,6 +13,7 @@ mkdir -p "$RES"
 t0=$(date +%s)
 nvidia-smi --query-gpu=index,name,memory.total,driver_version --format=csv > "$RES/gpus.csv"
 nvidia-smi topo -m > "$RES/topo.txt" 2>&1
+{ lscpu; nproc; uptime; } > "$RES/cpu.txt" 2>&1
 if [ "$1" != none ]; then
   python3 scripts/device/campaign.py "$1" "$RES" --budget-s "$2" --port 8000 --work /tmp/tp/campaign --name tp \
     > "$RES/tp.log" 2>&1
