@@ -30,8 +30,11 @@ class Efficiency(BaseModel):
     step_overhead_s: float = Field(1.0e-3, ge=0, description="fixed cost per engine step (scheduling, sampling, launch)")
     layer_overhead_s: float = Field(1.5e-5, ge=0, description="fixed cost per layer per step (kernel ramp/tail)")
     moe_layer_overhead_s: float = Field(1.5e-5, ge=0, description="extra fixed cost per MoE layer (router, top-k, align, grouped GEMMs)")
-    eager_layer_overhead_s: float = Field(3e-5, ge=0, description="extra cost per layer when a step has more tokens "
-                                                                  "than the largest CUDA graph (kernels launched one by one)")
+    eager_layer_overhead_s: float = Field(3e-5, ge=0, description="CPU time per layer to launch a step with more tokens "
+                                                                  "than the largest CUDA graph (op by op): a floor under "
+                                                                  "the step, pipelined with the GPU")
+    eager_moe_layer_overhead_s: float = Field(0.0, ge=0, description="the same per MoE layer, on top (the fused-MoE "
+                                                                     "path launched op by op)")
     sequence_overhead_s: float = Field(5e-6, ge=0, description="CPU cost per running sequence per step")
     host_token_s: float = Field(0.0, ge=0, description="host time per sampled token, pipelined with the GPU: a step "
                                                        "lasts at least this × its sequences (front-end and scheduler "

@@ -36,6 +36,7 @@ def _scenario_args(p: argparse.ArgumentParser, with_load: bool = True) -> None:
     p.add_argument("--max-num-seqs", type=int)
     p.add_argument("--max-num-batched-tokens", type=int)
     p.add_argument("--max-model-len", type=int)
+    p.add_argument("--max-cudagraph-tokens", type=int, help="largest CUDA graph in tokens (0 = eager; default: the engine's)")
     p.add_argument("--prefix-hit-rate", type=float, default=0.0, help="share of prompt tokens already cached")
     p.add_argument("--spec-acceptance", type=float, default=0.0, help="speculative decoding acceptance rate")
     p.add_argument("--spec-draft-tokens", type=int, default=0)

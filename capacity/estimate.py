@@ -46,6 +46,8 @@ class Scenario(BaseModel):
     max_num_seqs: int | None = Field(None, ge=1)
     max_num_batched_tokens: int | None = Field(None, ge=1)
     max_model_len: int | None = Field(None, ge=1)
+    max_cudagraph_tokens: int | None = Field(None, ge=0, description="largest CUDA graph (vLLM --max-cudagraph-capture-size,"
+                                             " SGLang --cuda-graph-max-bs; 0 = eager); default: the engine's")
     prefix_hit_rate: float = Field(0.0, ge=0, lt=1)
     spec_acceptance: float = Field(0.0, ge=0, lt=1)
     spec_draft_tokens: int = Field(0, ge=0, le=64)
@@ -121,7 +123,8 @@ def plan_for(s: Scenario) -> Plan:
     """The deployment plan of a scenario (raises DoesNotFitError and friends with the reason)."""
     gpu = load_gpu(s.gpu)
     profile = engine_profile(s.engine, gpu.usable_memory_bytes, s.tp, gpu_memory_utilization=s.gpu_memory_utilization,
-                             max_num_seqs=s.max_num_seqs, max_num_batched_tokens=s.max_num_batched_tokens)
+                             max_num_seqs=s.max_num_seqs, max_num_batched_tokens=s.max_num_batched_tokens,
+                             max_cudagraph_tokens=s.max_cudagraph_tokens)
     return make_plan(load_model(s.model), gpu, s.precision, s.kv_precision, profile, s.num_gpus, s.tp,
                      s.expert_parallel, s.isl + s.osl, s.max_model_len)
 

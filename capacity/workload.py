@@ -210,7 +210,8 @@ def burst(c, eff, budget, isl, osl, num_requests, slots: Slots, ideal, extras=Ex
     """N requests submitted at once; throughput = N ÷ time until the last one ends."""
     N = np.asarray(num_requests, dtype=float)
     B = np.minimum(N, slots.running)
-    w = wave(c, eff, budget, isl, osl, B, slots.full_length, ideal, extras, mixed)
+    one_wave = N <= slots.admitted  # every prompt fits at once: all N run, preemption makes the room
+    w = wave(c, eff, budget, isl, osl, np.where(one_wave, N, B), slots.full_length, ideal, extras, mixed)
     w["rps"] = N / (w["duration"] + eff.request_overhead_s)
     s = steady_state(c, eff, budget, isl, osl, B, ideal, extras, mixed)
     I_new = np.maximum(s["I"] * (1 - extras.prefix_hit_rate), 1.0)
@@ -235,7 +236,6 @@ def burst(c, eff, budget, isl, osl, num_requests, slots: Slots, ideal, extras=Ex
     wait = np.where(budget_bound, N / (2 * s["lam"]) * s["t_bar"], slot_wait)
     s["ttft"] = s["ttft"] + wait + N * eff.admission_s
     s["rps"] = rps_s
-    one_wave = N <= slots.admitted
     m = _pick(one_wave, w, s)
     return _result(m, m["ttft"], m["rps"], ~one_wave)
 

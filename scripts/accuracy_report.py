@@ -26,8 +26,11 @@ DATA = ROOT / "data/measurements/h200/vllm-0.26.0"
 SGLANG_DATA = ROOT / "data/measurements/h200/sglang-0.5.17"
 HOLDOUT = ["512x512", "2048x256"]
 FIT_SITTINGS = ("sitting-1", "sitting-2")  # later sittings only check the model: new models, loads, TP
-# ... except the one-GPU concurrency ladder, the experiment that measures the host-bound decode step
-FIT_RUNS = ("sitting-4/Llama-3.1-8B-bf16-ladder",)
+# ... except the experiments that measure the large-batch decode step: the one-GPU concurrency ladder (host floor)
+# and the CUDA-graph ladders (128/512 at 384 … 1,024 sequences with graphs to 512 and to 1,024: the eager MoE cost)
+FIT_RUNS = ("sitting-4/Llama-3.1-8B-bf16-ladder", "sitting-6/Llama-3.1-8B-bf16-graphs512",
+            "sitting-6/Llama-3.1-8B-bf16-graphs1024", "sitting-6/Qwen3-30B-A3B-bf16-graphs512",
+            "sitting-6/Qwen3-30B-A3B-bf16-graphs1024")
 OUT_CAL = ROOT / "capacity/calibrations"
 
 
@@ -100,7 +103,7 @@ def main() -> None:
         [df["tp"] > 1, ~df["model"].isin(fitted_models), ~df["run"].map(fitted_run), df["shape"].isin(HOLDOUT)],
         ["TP>1, never fitted", "other model, never fitted", "never fitted", "held out"], "fitted")
     df = df.drop_duplicates(subset=["model", "precision", "tp", "shape", "load", "mode", "run"])
-    write_doc(df, reports, runs, sg, sg_rep, {"vllm": cals["bf16"], "sglang": sg_cal})
+    write_doc(df, reports, runs, sg, sg_rep, cals, sg_cal)
 
 
 SPLITS = ("fitted", "held out", "never fitted", "other model, never fitted", "TP>1, never fitted")
@@ -117,9 +120,10 @@ def summary(df: pd.DataFrame, modes: tuple[str, ...] = ("ideal", "default", "cal
                 continue
             sync = g[g["load"] == "sync"]["error_itl_s"].abs().max()
             burst = g[g["load"].str.startswith("burst")]["error_requests_per_s"].abs().max()
+            worst = ["–" if pd.isna(x) else f"{x * 100:.0f} %" for x in (sync, burst)]
             rows.append(f"| {mode} | {len(g)} | {split} | {g['error_ttft_s'].abs().mean() * 100:.0f} % | "
                         f"{g['error_itl_s'].abs().mean() * 100:.0f} % | {g['error_requests_per_s'].abs().mean() * 100:.0f} % | "
-                        f"{sync * 100:.0f} % | {burst * 100:.0f} % |")
+                        f"{worst[0]} | {worst[1]} |")
     return "\n".join(rows)
 
 
@@ -139,13 +143,20 @@ def kv_table(runs: dict[str, MeasuredRun]) -> str:
     return "\n".join(rows)
 
 
+def run_label(d: str) -> str:
+    """Sitting number and what sets the run apart (its folder's name after model-precision): '6 graphs512'."""
+    parts = Path(d).relative_to(DATA).parts
+    variant = parts[1].split("-bf16", 1)[-1].split("-fp8", 1)[-1].strip("-")
+    return f"{parts[0].removeprefix('sitting-')} {variant}".strip()
+
+
 def point_table(df: pd.DataFrame) -> str:
-    df = df.assign(sitting=df["run"].map(sitting))
+    df = df.assign(sitting=df["run"].map(run_label))
     keys = ["model", "precision", "tp", "shape", "load", "split", "sitting"]
     piv = df.pivot_table(index=keys, columns="mode",
                          values=["predicted_ttft_s", "predicted_itl_s", "predicted_requests_per_s"], aggfunc="first")
     meas = df[df["mode"] == "calibrated"].set_index(keys)
-    rows = ["| model | prec | TP | shape | load | split | sitting | TTFT meas | ideal / default / calibrated | ITL meas | ideal / default / calibrated | req/s meas | ideal / default / calibrated |",
+    rows = ["| model | prec | TP | shape | load | split | sitting, run | TTFT meas | ideal / default / calibrated | ITL meas | ideal / default / calibrated | req/s meas | ideal / default / calibrated |",
             "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for idx in meas.index.unique():
         r = meas.loc[[idx]].iloc[0]
@@ -155,7 +166,7 @@ def point_table(df: pd.DataFrame) -> str:
             preds = [piv.loc[idx, (f"predicted_{metric}", mode)] for mode in ("ideal", "default", "calibrated")]
             return (f"{m * scale:.4g} {unit}", " / ".join(pct(p / m - 1) for p in preds))
         t, i, q = cell("ttft_s", 1e3, "ms"), cell("itl_s", 1e3, "ms"), cell("requests_per_s", 1, "")
-        rows.append(f"| {idx[0].split('/')[-1]} | {idx[1]} | {idx[2]} | {idx[3]} | {idx[4]} | {idx[5]} | {idx[6][-1]} | {t[0]} | {t[1]} | {i[0]} | {i[1]} | {q[0]} | {q[1]} |")
+        rows.append(f"| {idx[0].split('/')[-1]} | {idx[1]} | {idx[2]} | {idx[3]} | {idx[4]} | {idx[5]} | {idx[6]} | {t[0]} | {t[1]} | {i[0]} | {i[1]} | {q[0]} | {q[1]} |")
     return "\n".join(rows)
 
 
@@ -246,12 +257,25 @@ def sglang_points(sg: pd.DataFrame) -> str:
 
 
 def write_doc(df: pd.DataFrame, reports: dict, runs: dict[str, MeasuredRun], sg: pd.DataFrame, sg_rep: dict,
-              bf16: dict[str, Calibration]) -> None:
+              cals: dict[str, Calibration], sg_cal: Calibration) -> None:
+    """`cals`: the shipped vLLM calibrations by precision; `sg_cal`: SGLang's."""
     calibrated = sg[sg["mode"] == "calibrated"]
     sg_kv, sg_kv_pred = calibrated["measured_kv_tokens"].iloc[0], calibrated["predicted_kv_tokens"].iloc[0]
     burst_err = calibrated[calibrated["load"].str.startswith("burst")].set_index("shape")
-    sg_fit, vllm_fit = bf16["sglang"].efficiency, bf16["vllm"].efficiency
+    sg_fit, vllm_fit = sg_cal.efficiency, cals["bf16"].efficiency
     sg_held = sg_rep["held_out"]
+    cal = df[df["mode"] == "calibrated"].assign(sitting=df["run"].map(sitting))
+
+    def err(model: str, shape: str, load: str, sit: int, metric: str = "requests_per_s", run: str = "") -> str:
+        """The calibrated error of one measured point, as the text quotes it."""
+        g = cal[(cal["model"] == model) & (cal["shape"] == shape) & (cal["load"] == load)
+                & (cal["sitting"] == f"sitting-{sit}") & cal["run"].str.contains(run, regex=False)]
+        return pct(g[f"error_{metric}"].iloc[0]) if len(g) else "n/a"
+
+    ladder = cal[cal["run"].str.contains("sitting-4/Llama-3.1-8B-bf16-ladder") & cal["load"].str.startswith("concurrency")]
+    ladder_ttft = f"{pct(ladder['error_ttft_s'].min())} … {pct(ladder['error_ttft_s'].max())}"
+    n_fit = {p: c.residuals["itl_s"].count for p, c in cals.items()}
+    eager_floor_ms = (vllm_fit.eager_moe_layer_overhead_s * 48 + vllm_fit.eager_layer_overhead_s * 48) * 1e3
     cal_lines = []
     for p, rep in reports.items():
         held = rep["held_out"]
@@ -269,18 +293,21 @@ Generated by `python scripts/accuracy_report.py` from the measurements in
 **default** = literature factors before any fitting (`capacity/calibrations/default.json`),
 **calibrated** = the shipped `capacity/calibrations/vllm--h200-sxm--{{bf16,fp8}}.json`, fitted on the
 128/1024 and 1024/128 shapes of the **single-GPU** runs of sittings 1 and 2 plus the one-GPU decode
-ladder of sitting 4 (Llama-3.1-8B at 128 … 1,024 concurrent sequences), together with the pure-decode
-step windows in the logs of those servers that ran only training shapes. **Held out**: the 512/512 and
+ladder of sitting 4 (Llama-3.1-8B at 128 … 1,024 concurrent sequences) and the CUDA-graph ladders of sitting 6
+(Llama-3.1-8B and Qwen3-30B-A3B at 128/512, 384 … 1,024 sequences, CUDA graphs to 512 and to 1,024 tokens),
+together with the pure-decode step windows in the logs of those servers that ran only training shapes. **Held out**: the 512/512 and
 2048/256 shapes. **Never fitted**: Gemma 3 27B (another model, with sliding-window layers; bf16 and fp8)
 and every **tensor-parallel** point (TP=2 on 2×H200: the parallel model must carry over from one GPU),
-and sitting 5 (the MoE decode ladder and bursts on another machine, predicted before they ran).
+and sittings 5 and 6 (the MoE decode ladder and bursts on other machines, predicted before they ran; the model
+changed once between sitting 6's bursts and this table, below).
 fp8 refits only the kernels that touch the weights (bandwidth, GEMM efficiency); its overheads and
 attention come from the bf16 fit. Two MoE points are excluded with their reason in
 `excluded.json` (kernels compiling during the point). TTFT and ITL are means over requests;
 requests/s is completed ÷ (last end − first start). Predictions written before each sitting ran are
 in `data/predictions/*.before.jsonl`; the model changed after sitting 4 (host floor, admission, hybrid
-KV rule, below) and after sitting 5 (a burst's first prefill steps priced as full steps; the SGLang
-profile), so the calibrated column here is the model after seeing that data, with the never-fitted
+KV rule, below), after sitting 5 (a burst's first prefill steps priced as full steps; the SGLang
+profile) and after sitting 6 (bursts whose prompts all fit run as one preempting wave; the eager MoE launch
+floor), so the calibrated column here is the model after seeing that data, with the never-fitted
 points never used by the fit. The model *form* was chosen after seeing the TP=2 points: say so when
 quoting them.
 
@@ -335,15 +362,35 @@ At ~1,000 sequences the step is ~60–75 µs per sequence in most runs and hardl
 host work per sequence (the engine core's scheduling and input preparation, the front-end's
 detokenizing and streaming of every token), which runs in other processes, pipelined with the GPU.
 The model therefore takes a step as max(GPU time + overheads, host_token_s × sequences), with
-host_token_s fitted on one GPU (≈ 69 µs, i.e. a ceiling of ≈ 14,000 generated tokens/s per vLLM
-server on this host, whatever the model). The ladder shows it directly: generated tokens/s are
+host_token_s fitted on one GPU (≈ {vllm_fit.host_token_s * 1e6:.0f} µs, i.e. a ceiling of ≈ {1 / vllm_fit.host_token_s / 1e3:,.0f},000
+generated tokens/s per vLLM server on this host, whatever the model). The ladder shows it directly: generated tokens/s are
 13.0k at 128 sequences and 14.1–15.8k from 256 to 1,024. The floor is the host's, and hosts differ:
 the same Llama experiment stepped at 75–103 ms in sitting 1, 63–73 ms in sitting 4 and 54–61 ms in
 sitting 5 (a one-GPU machine with nothing else running), the largest single source of uncertainty at
-saturation. The MoE on one GPU, 97–127 ms in sittings 1–2 (which looked like slow fused-MoE kernels),
-stepped at 70–82 ms on sitting 5's host, within the model's 71 ms: its excess was host time too.
-Sitting 5's MoE ladder (128/1024, never fitted) puts the ITL at 19.8 / 23.9 / 30.7 / 80.7 ms for
-128 / 256 / 512 / 1,024 sequences against 20.3 / 24.7 / 36.0 / 79.0 predicted before it ran.
+saturation.
+
+**CUDA graphs, and the MoE's launch floor.** vLLM 0.26 captures CUDA graphs for steps of up to 512 tokens
+(`max_cudagraph_capture_size` = min(2 × max_num_seqs, 512)); a larger step is launched op by op. Sitting 6 ran
+the same 128/512 ladder (384, 512, 640 and 1,024 sequences, one wave each) with the default and with
+`--max-cudagraph-capture-size 1024`, on one host, one after the other. Llama-3.1-8B did not change (ITL 44.1 and
+46.5 ms at 640, 73.4 and 73.6 ms at 1,024: host-bound either way, as the host floor predicted: 45.9 and 73.2 ms
+before the run). Qwen3-30B-A3B did: without graphs it stepped ~70 ms at 640 sequences and 84–93 ms at 1,024
+(its log), with graphs 44 and 72–76 ms, the dense model's host floor. So the MoE's large-batch excess of sittings
+1, 2 and 5 (97–127 ms, 70–82 ms) was neither slow expert GEMMs nor only host time: its fused-MoE layers launched
+op by op take ~70–95 ms of CPU per step whatever the batch, and the GPU waits for them. The model carries this as
+a launch floor under every step larger than the engine's largest CUDA graph (`eager_moe_layer_overhead_s` per
+MoE layer, fitted at {vllm_fit.eager_moe_layer_overhead_s * 1e3:.2f} ms: a {eager_floor_ms:.0f} ms floor for this
+48-layer model; dense layers {vllm_fit.eager_layer_overhead_s * 1e6:.0f} µs each, which never binds). It is a floor,
+not an added cost: a prefill step's GPU time hides it. It over-predicts the 640-sequence step (+{(eager_floor_ms / 71 - 1) * 100:.0f} %, 71 ms
+measured) and fits 1,024; the MoE bursts of sitting 6 (never fitted) come out at
+{err("Qwen/Qwen3-30B-A3B", "512x512", "burst:1000", 6)} and {err("Qwen/Qwen3-30B-A3B", "128x1024", "burst:1000", 6)} requests/s
+(512/512, 128/1024; {err("Qwen/Qwen3-30B-A3B", "512x512", "burst:1000", 6, "itl_s")} and
+{err("Qwen/Qwen3-30B-A3B", "128x1024", "burst:1000", 6, "itl_s")} ITL). Predicted before that run, by the model without the
+floor: +25 % and +34 % requests/s, −30 % and −29 % ITL
+(`data/predictions/h200-vllm-0.26.0-moe-burst-s6.at-run-commit.jsonl`). Capturing graphs to 1,024 is the
+cheap fix for an MoE served at large batch on vLLM 0.26: 0.55 GiB more graph memory (KV cache 743,392
+tokens instead of 744,672), 7 s more start-up, and its requests/s at
+1,024 sequences went from 20.0 to 24.4.
 
 ## SGLang 0.5.17: Llama-3.1-8B BF16 on one H200
 
@@ -390,17 +437,27 @@ isolated.
 
 - **Large-batch decode is host-bound, and host speed varies.** The same burst of 1,000 × 128/1024
   on one GPU ran at 10.3 requests/s in sitting 1, 13.8 in sitting 4 (concurrency 1,024) and 16.7 in
-  sitting 5: the host floor fitted on the first two (≈ 69 µs per sequence per step) predicts 12.2 for
-  the bursts (+18 % against sitting 1, −27 % against sitting 5) and 12.9 for sitting 4's wave (−6 %). No single host constant is within 10 % of all three; on one host the model
-  is (TP=2 bursts within 20 %: the two long-output TP=2 bursts were +43 % and +65 % with the additive
-  per-sequence term, now −1 % and +20 %). The MoE bursts of sittings 1–2 (128/1024 and 512/512
-  over-predicted by 38 % and 26 %) ran faster on sitting 5's host: the 512/512 burst at 17.3 requests/s
-  against 17.8 predicted (+3 %). Refit `host_token_s` on one's own host (`validate calibrate`) before
-  trusting a saturation number to 10 %.
+  sitting 5: the one host floor fitted (≈ {vllm_fit.host_token_s * 1e6:.0f} µs per sequence per step) is
+  {err("meta-llama/Llama-3.1-8B", "128x1024", "burst:1000", 1)} against sitting 1, {err("meta-llama/Llama-3.1-8B", "128x1024", "concurrency:1024", 4)}
+  against sitting 4's wave and {err("meta-llama/Llama-3.1-8B", "128x1024", "burst:1000", 5)} against sitting 5. No single host constant is within 10 % of
+  all three; on one host the model is (TP=2 bursts {err("meta-llama/Llama-3.1-8B", "1024x128", "burst:1000", 3)},
+  {err("meta-llama/Llama-3.1-8B", "128x1024", "burst:1000", 3)}, {err("Qwen/Qwen3-30B-A3B", "1024x128", "burst:1000", 3)},
+  {err("Qwen/Qwen3-30B-A3B", "128x1024", "burst:1000", 3)}, {err("Qwen/Qwen3-32B", "1024x128", "burst:1000", 3)}; sitting 6's
+  ladders within 8 %). The MoE 512/512 burst ran 14.2, 17.3 and 14.9 requests/s in sittings 2, 5 and 6:
+  {err("Qwen/Qwen3-30B-A3B", "512x512", "burst:1000", 2)}, {err("Qwen/Qwen3-30B-A3B", "512x512", "burst:1000", 5)} and
+  {err("Qwen/Qwen3-30B-A3B", "512x512", "burst:1000", 6)}. Refit `host_token_s` on one's own host (`validate calibrate`)
+  before trusting a saturation number to 10 %.
+- **Bursts whose prompts all fit.** vLLM 0.26 admits a request once its whole prompt's blocks are free
+  (`scheduler_reserve_full_isl`), not its full length: a 512/512 burst of 1,000 enters as one wave even
+  when the cache holds only ~730–950 sequences at full length. They decode together until the cache fills,
+  then the newest are preempted one by one (the log: Running 1,000 → 887 → 787 with Waiting 113 → 213 at
+  100 % KV usage) and recompute after the others finish. The model runs such a burst as one wave whose batch
+  shrinks as room ÷ (prompt + outputs so far) and whose evicted requests recompute at the end; before
+  sitting 6 it treated it as a steady state at the mean context.
 - **Waves of short prompts, TTFT.** When hundreds of requests arrive at once, vLLM's front-end takes
   them in one at a time (≈ 2 ms each, fitted as `admission_s`) before first tokens stream back: the
-  first of 1,024 gets its first token after 1.6 s. With that term the ladder's mean TTFT is within
-  −19 … +6 % (it was −45 … −55 % without it).
+  first of 1,024 gets its first token after 1.6 s. With that term the sitting-4 ladder's mean TTFT is within
+  {ladder_ttft} (it was −45 … −55 % without it).
 - **TP=2 latency at small batch.** The model predicts Llama-8B TP=2 5 % slow one request at a time
   and 8–10 % slow at concurrency 32: the per-layer overhead fitted on one GPU (45 µs × 32 layers)
   plus two all-reduces per layer (8 µs latency each, not fitted) overstate the step; Qwen3-32B (64
@@ -409,20 +466,26 @@ isolated.
   fewer than the 1,000 (1024/128, 2048/256), the first batch's prompts fill whole 8,192-token prefill
   steps (with the already admitted sequences decoding alongside) and the rest enter as sequences end;
   pricing those first steps as full prefill steps instead of the steady mean step moved the 2048/256
-  bursts' TTFT from −20 … −33 % to −13 … +4 %. The model still misses preemption-driven re-admissions
-  (128/1024 bursts: the KV cache fills at ~80 % of the outputs and vLLM preempts and recomputes) and
-  over-predicts the MoE's 512/512 bursts (+24 %, +35 %): its first steps come out too slow (cause not
-  isolated; the grouped-GEMM efficiency is fitted mostly on smaller prefill steps).
+  bursts' TTFT from −20 … −33 % to −13 … +4 %. The MoE's 512/512 bursts still come out slow to their first
+  token ({err("Qwen/Qwen3-30B-A3B", "512x512", "burst:1000", 2, "ttft_s")}, {err("Qwen/Qwen3-30B-A3B", "512x512", "burst:1000", 5, "ttft_s")},
+  {err("Qwen/Qwen3-30B-A3B", "512x512", "burst:1000", 6, "ttft_s")}): their 63 prefill steps of 8,192 tokens are
+  priced with the grouped-GEMM efficiency fitted on smaller steps.
 - **Short-prompt sync TTFT** (13–30 ms) is mostly fixed per-request overhead (~16 ms fitted) and
   scatters by ±5 ms between points and sittings (Llama TP=2 at 128 tokens: 13 ms measured, +66 %).
-- **MoE prefill** runs far below peak (Triton fused MoE without a tuned H200 config: the fitted
-  grouped-GEMM efficiency is ~22 % of dense peak); the per-layer MoE overhead is fitted on one model.
-- **Gemma 3 27B bursts** (1024/128, bf16 and fp8) served 13 % fewer requests/s than predicted
-  (+15 % error), and FP8 at concurrency 32 too: those steps mix ~8,000 prefill tokens with ~130
+- **MoE prefill** runs below peak (Triton fused MoE without a tuned H200 config: the fitted grouped-GEMM
+  efficiency is {vllm_fit.moe_matmul * 100:.0f} % of dense peak, 22 % before the launch floor was separated); the
+  per-layer MoE overhead and the launch floor are fitted on one model.
+- **FP8 at large batch.** Llama-3.1-8B FP8 stepped slower than BF16 at ~1,000 sequences on the same host
+  (sitting 2, 67–103 against 63–78 ms), so its 512/512 burst is {err("meta-llama/Llama-3.1-8B", "512x512", "burst:1000", 2, run="fp8")}
+  requests/s (ITL {err("meta-llama/Llama-3.1-8B", "512x512", "burst:1000", 2, "itl_s", run="fp8")}): the per-token activation
+  quantization is not in the model (fp8 refits only the weight-touching kernels).
+- **Gemma 3 27B bursts** (1024/128, bf16 and fp8) served fewer requests/s than predicted
+  ({err("google/gemma-3-27b-it", "1024x128", "burst:1000", 4, run="bf16")} and {err("google/gemma-3-27b-it", "1024x128", "burst:1000", 4, run="fp8")}), and FP8 at concurrency 32 too
+  ({err("google/gemma-3-27b-it", "1024x128", "concurrency:32", 4, run="fp8")}): those steps mix ~8,000 prefill tokens with ~130
   decoding sequences; the cause is not isolated (sliding-window prefill attention, or GEMM
   efficiency fitted on 8B models only).
 - **Intervals** come from the spread of the fitted points' residuals (5th–95th percentile, pooled
-  over load kinds); fp8, fitted on 6 points, takes at least bf16's spread (27 points). They are still
+  over load kinds); fp8, fitted on {n_fit["fp8"]} points, takes at least bf16's spread ({n_fit["bf16"]} points). They are still
   too narrow for TTFT ({reports['bf16']['held_out'].get('coverage_ttft_s', float('nan')) * 100:.0f} % of held-out bf16 TTFTs inside the 90 % interval: burst queueing and
   short-prompt overhead scatter more than the fitted points show).
 

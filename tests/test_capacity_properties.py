@@ -158,3 +158,27 @@ def test_one_request_ttft_grows_with_its_prompt(isl, more, engine):
 def test_a_single_output_token_has_no_inter_token_latency():
     for engine in ("vllm", "sglang"):
         assert estimate(Scenario(engine=engine, isl=100, osl=1, load="burst:1000")).itl_s == 0
+
+
+@settings(max_examples=50)
+@given(d=st.integers(1, 2048), ctx=st.integers(1, 8192), launch=st.floats(0, 3e-3))
+def test_a_step_without_cuda_graphs_lasts_at_least_its_launch(d, ctx, launch):
+    """Above the largest CUDA graph the CPU launches the step op by op: a floor, never below the graphed step."""
+    moe = make_plan(load_model("Qwen/Qwen3-30B-A3B"), load_gpu("h200-sxm"), "bf16", "bf16", VLLM)
+    eff = EFF.model_copy(update={"eager_moe_layer_overhead_s": launch, "eager_layer_overhead_s": 0.0})
+    graphed = moe.costs.__class__(**{**moe.costs.__dict__, "max_cudagraph_tokens": float("inf")})
+    t, t_graphed = step_time_s(moe.costs, eff, d, ctx), step_time_s(graphed, eff, d, ctx)
+    assert t >= t_graphed * (1 - 1e-12)
+    if d > moe.costs.max_cudagraph_tokens:
+        assert t >= launch * moe.costs.moe_layers * (1 - 1e-12)
+    else:
+        assert t == t_graphed
+
+
+def test_a_burst_whose_prompts_fit_enters_as_one_wave():
+    """vLLM admits a request once its prompt's blocks are free: 1,000 × 512/512 on the MoE (cache for ~727 at full
+    length, ~969 at the mean context) all run at once, and preemption then stretches the tail."""
+    e = estimate(Scenario(model="Qwen/Qwen3-30B-A3B", isl=512, osl=512, load="burst:1000"))
+    assert e.running_requests == 1000 and e.max_concurrent_requests < 1000
+    roomy = estimate(Scenario(model="Qwen/Qwen3-30B-A3B", isl=512, osl=512, load="burst:700"))
+    assert e.requests_per_s < roomy.requests_per_s * 1000 / 700  # the evicted recompute and decode again

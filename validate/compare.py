@@ -54,12 +54,13 @@ def argv_value(argv: list[str], *flags: str) -> str | None:
 LIMIT_FLAGS = ((("--gpu-memory-utilization", "--mem-fraction-static"), "gpu_memory_utilization", float),
                (("--max-num-seqs", "--max-running-requests"), "max_num_seqs", int),
                (("--max-num-batched-tokens", "--chunked-prefill-size"), "max_num_batched_tokens", int),
-               (("--max-model-len", "--context-length"), "max_model_len", int))
+               (("--max-model-len", "--context-length"), "max_model_len", int),
+               (("--max-cudagraph-capture-size", "--cuda-graph-max-bs"), "max_cudagraph_tokens", int))
 
 
 def scenario_from_argv(argv: list[str]) -> dict:
     """Engine flags that change the prediction (vLLM's or SGLang's names): precision, KV dtype, TP, memory and
-    scheduler limits."""
+    scheduler limits, CUDA-graph size."""
     s: dict = {}
     if q := argv_value(argv, "--quantization"):
         s["precision"] = "fp8" if q.startswith("fp8") else q
@@ -69,6 +70,8 @@ def scenario_from_argv(argv: list[str]) -> dict:
         s["tp"] = s["num_gpus"] = int(tp)
     if "--enable-expert-parallel" in argv or int(argv_value(argv, "--ep-size", "--expert-parallel-size") or 1) > 1:
         s["expert_parallel"] = True
+    if "--enforce-eager" in argv or "--disable-cuda-graph" in argv:
+        s["max_cudagraph_tokens"] = 0
     for flags, key, kind in LIMIT_FLAGS:
         if (v := argv_value(argv, *flags)) is not None:
             s[key] = kind(v)
