@@ -11,6 +11,8 @@ import streamlit as st
 
 from appkit import compute, measured
 from capacity import Scenario
+from capacity.architecture import load_model
+from capacity.errors import CapacityError
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -22,6 +24,14 @@ def measurements_dir() -> Path:
 
 def _s(scenario_json: str) -> Scenario:
     return Scenario.model_validate_json(scenario_json)
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def is_moe(model: str) -> bool:
+    try:
+        return load_model(model).moe is not None
+    except CapacityError:
+        return False
 
 
 @st.cache_data(show_spinner=False, max_entries=512)

@@ -373,7 +373,8 @@ def formulas_tab(s: Scenario, h: Headline, ttft_slo: float, itl_slo: float, targ
 def launch_tab(s: Scenario, h: Headline, ttft_slo: float, itl_slo: float, target: float) -> None:
     model = s.model if s.model in catalog_ids() else "/path/to/your/model"
     cfg = snippets.Launch(model=model, gpu=s.gpu, num_gpus=s.num_gpus, tp=s.tp, precision=s.precision,
-                          kv_precision=s.kv_precision, max_model_len=-(-(s.isl + s.osl) // 1024) * 1024)
+                          kv_precision=s.kv_precision, max_model_len=-(-(s.isl + s.osl) // 1024) * 1024,
+                          large_moe_graphs=cached.is_moe(s.model) and h.max_concurrent_users > 512 * h.replicas)
     st.markdown(f"Commands that start this configuration ({layout_text(s)}, max model length {cfg.max_model_len:,} "
                 f"tokens: the request's {s.isl + s.osl:,} rounded up to a multiple of 1,024). "
                 "Measure it with `validate sweep` or `vllm bench serve` and upload the result in *Measured vs predicted*.")

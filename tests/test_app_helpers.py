@@ -175,3 +175,6 @@ def test_launch_snippets():
     assert 'GPU = "H200:2"' in m and "min_containers=2" in m and '"--tensor-parallel-size", "2"' in m
     assert "--data-parallel-size" not in m  # one replica per container
     assert "not a Modal GPU type" in launch.modal_app(launch.Launch(**{**c.__dict__, "gpu": "mi300x"}))
+    assert "--max-cudagraph-capture-size" not in v
+    moe = launch.vllm(launch.Launch(**{**c.__dict__, "model": "Qwen/Qwen3-30B-A3B", "large_moe_graphs": True}))
+    assert "--max-cudagraph-capture-size 1024" in moe and "# MoE above 512 running sequences" in moe

@@ -249,6 +249,17 @@ def test_every_tab_renders(empty_corpus):
     code = "\n".join(c.value for c in at.code)
     assert "vllm serve meta-llama/Llama-3.1-8B" in code and "--tensor-parallel-size 1" in code
     assert "sglang.launch_server" in code and "trtllm-serve serve" in code and "modal.App" in code
+    assert "--max-cudagraph-capture-size" not in code  # a dense model
+    assert not at.error
+
+
+def test_launch_snippet_gives_a_large_batch_moe_its_cuda_graphs(empty_corpus):
+    """An MoE whose replica holds more than 512 users: vLLM's snippet captures graphs to 1,024 (sitting 6)."""
+    at = run_app()
+    at.selectbox(key="model").set_value("Qwen/Qwen3-30B-A3B").run()
+    open_tab(at, "Launch")
+    code = "\n".join(c.value for c in at.code)
+    assert "--max-cudagraph-capture-size 1024" in code and "MoE above 512 running sequences" in code
     assert not at.error
 
 
