@@ -114,6 +114,7 @@ class StepParts:
     overhead_s: np.ndarray
     gpu_s: np.ndarray  # operators and communication, without the overheads
     host_s: np.ndarray  # the pipelined host floor (host_token_s × sequences)
+    launch_s: np.ndarray  # the launch floor of a step larger than the largest CUDA graph (0 when graphed)
     time_s: np.ndarray
 
     @property
@@ -168,6 +169,7 @@ def step_parts(c: StepCosts, eff: Efficiency, decode_seqs, decode_context, prefi
         total_bytes = lin_bytes + exp_bytes + attn_bytes
         gpu = roof(total_flops, c.peak_flops_per_s, 1.0, total_bytes, c.bandwidth_bytes_per_s, 1.0) + comm
         host = np.zeros_like(tokens)
+        launch = np.zeros_like(tokens)
         time = gpu
     else:
         t_lin = roof(lin_flops, c.peak_flops_per_s, eff.matmul, lin_bytes, c.bandwidth_bytes_per_s, eff.weight_bandwidth)
@@ -182,7 +184,7 @@ def step_parts(c: StepCosts, eff: Efficiency, decode_seqs, decode_context, prefi
     shape = np.broadcast_shapes(tokens.shape, np.shape(gpu), np.shape(time))
     return StepParts(lin_flops, lin_bytes, exp_flops, exp_bytes, attn_flops, attn_bytes,
                      np.broadcast_to(comm, shape), np.broadcast_to(overhead, shape), np.broadcast_to(gpu, shape),
-                     np.broadcast_to(host, shape), np.broadcast_to(time, shape))
+                     np.broadcast_to(host, shape), np.broadcast_to(launch, shape), np.broadcast_to(time, shape))
 
 
 def step_time_s(c: StepCosts, eff: Efficiency, decode_seqs, decode_context, prefill_tokens=0.0,

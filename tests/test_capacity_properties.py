@@ -182,3 +182,14 @@ def test_a_burst_whose_prompts_fit_enters_as_one_wave():
     assert e.running_requests == 1000 and e.max_concurrent_requests < 1000
     roomy = estimate(Scenario(model="Qwen/Qwen3-30B-A3B", isl=512, osl=512, load="burst:700"))
     assert e.requests_per_s < roomy.requests_per_s * 1000 / 700  # the evicted recompute and decode again
+
+
+def test_the_estimate_says_when_the_launch_floor_binds():
+    default = estimate(Scenario(model="Qwen/Qwen3-30B-A3B", isl=512, osl=512, load="burst:1000"))
+    graphed = estimate(Scenario(model="Qwen/Qwen3-30B-A3B", isl=512, osl=512, load="burst:1000",
+                                max_cudagraph_tokens=1024))
+    assert any("largest CUDA graph" in n for n in default.notes)
+    assert not any("largest CUDA graph" in n for n in graphed.notes)
+    assert graphed.requests_per_s > default.requests_per_s and graphed.itl_s < default.itl_s
+    dense = estimate(Scenario(model="meta-llama/Llama-3.1-8B", isl=512, osl=512, load="burst:1000"))
+    assert not any("largest CUDA graph" in n for n in dense.notes)  # its launch never outlasts the host floor
