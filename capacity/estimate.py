@@ -178,8 +178,8 @@ def estimate_with_calibration(s: Scenario, calibration: Calibration | None) -> E
     prefill_bound = bound_of_step(plan.costs, 0, s.isl, s.isl * (1 - s.prefix_hit_rate), prefill_keys)
     decode_bound = bound_of_step(plan.costs, max(f["running"], 1.0), ctx, 0, 0)
     step = step_parts(plan.costs, cal.efficiency, max(f["running"], 1.0), ctx, 0.0, 0.0, s.ideal)
-    host_bound = bool(np.asarray(step.host_s) > np.maximum(np.asarray(step.gpu_s + step.overhead_s), step.launch_s))
-    launch_bound = bool(np.asarray(step.launch_s) > np.maximum(np.asarray(step.gpu_s + step.overhead_s), step.host_s))
+    gpu_s, host_s, launch_s = float(step.gpu_s + step.overhead_s), float(step.host_s), float(step.launch_s)
+    host_bound, launch_bound = host_s > max(gpu_s, launch_s), launch_s > max(gpu_s, host_s)
     notes = list(plan.notes)
     if profile.name == "sglang" and model.sliding_window:
         notes.append("SGLang keeps sliding-window layers in a pool of its own, which is not modelled: the KV "
@@ -192,7 +192,7 @@ def estimate_with_calibration(s: Scenario, calibration: Calibration | None) -> E
     if launch_bound:
         notes.append(f"decode at {f['running']:,.0f} running sequences is larger than the engine's largest CUDA graph "
                      f"({profile.max_cudagraph_tokens:,} tokens): launched op by op, a step takes at least "
-                     f"{float(step.launch_s) * 1e3:.0f} ms (calibration {cal.label}); larger graphs "
+                     f"{launch_s * 1e3:.0f} ms (calibration {cal.label}); larger graphs "
                      "(vLLM --max-cudagraph-capture-size, SGLang --cuda-graph-max-bs) remove that floor")
     if profile.name == "sglang" and model.moe is not None and cal.efficiency.eager_moe_layer_overhead_s > 0:
         notes.append("the MoE launch floor without CUDA graphs was measured on vLLM, not on SGLang")

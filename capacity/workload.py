@@ -201,8 +201,9 @@ def closed_loop(c, eff, budget, isl, osl, users, slots: Slots, ideal, extras=Ext
     rps = m["rps"]
     if num_requests is not None:
         n = np.maximum(np.asarray(num_requests, dtype=float), B)
-        last = np.where(in_waves, np.maximum(w["duration"] + eff.request_overhead_s, e2e_w), B / rps)
-        rps = n / ((n / B - 1) * B / rps + last)
+        cycle = B / rps  # one round of B requests
+        last = np.where(in_waves, np.maximum(w["duration"] + eff.request_overhead_s, cycle), cycle)
+        rps = n / ((n / B - 1) * cycle + last)
     return _result(m, m["ttft"] + queue, rps, ~in_waves)
 
 

@@ -16,6 +16,7 @@ from datetime import date
 import numpy as np
 
 from capacity import Scenario
+from capacity.architecture import load_model
 from capacity.calibration import Calibration, Efficiency, ResidualStats
 from capacity.errors import CapacityError
 from capacity.estimate import estimate_with_calibration, plan_for
@@ -151,8 +152,7 @@ def log_errors(data: list[Sample], eff: Efficiency, weighted: bool = False) -> n
 def free_parameters(data: list[Sample]) -> list[str]:
     moe_only = ("moe_matmul", "moe_layer_overhead_s", "eager_moe_layer_overhead_s")
     names = [n for n in BOUNDS if n not in moe_only]
-    if any("A3B" in d.scenario.model or "A22B" in d.scenario.model or "gpt-oss" in d.scenario.model
-           or "DeepSeek" in d.scenario.model or "Mixtral" in d.scenario.model for d in data):
+    if any(load_model(m).moe is not None for m in {d.scenario.model for d in data}):  # MoE terms need an MoE
         names += list(moe_only)
     return names
 
