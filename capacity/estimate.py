@@ -21,6 +21,7 @@ from capacity.cost import usd_per_million_tokens
 from capacity.bounds import bound_of_step, decode_compute_bound_batch
 from capacity.errors import WorkloadError
 from capacity.kv import attended_tokens_prefill
+from capacity.simulate import EngineContext, Traffic, simulate
 
 
 class Scenario(BaseModel):
@@ -52,7 +53,16 @@ class Scenario(BaseModel):
     spec_acceptance: float = Field(0.0, ge=0, lt=1)
     spec_draft_tokens: int = Field(0, ge=0, le=64)
     spec_draft_cost: float = Field(0.0, ge=0, le=10)
-    num_requests: int | None = Field(None, ge=1, description="requests in a rate test (default: 120 s of arrivals) or a concurrency test (default: endless)")
+    num_requests: int | None = Field(None, ge=1, le=1_000_000, description="requests in a rate test (default: 120 s of arrivals) or a concurrency test (default: endless)")
+    method: Literal["closed-form", "simulate"] = Field("closed-form", description="closed forms (instant, over grids) or "
+                                                       "the step simulator (exact scheduler, any arrivals and length spreads)")
+    arrivals: Literal["constant", "poisson", "gamma"] = Field("constant", description="rate loads: gaps between arrivals")
+    gamma_shape: float = Field(1.0, gt=0, le=100, description="gamma arrivals: shape (1 = Poisson, < 1 burstier)")
+    length_dist: Literal["fixed", "uniform", "normal"] = Field("fixed", description="spread of input and output lengths "
+                                                                "around isl/osl (as validate --length-dist)")
+    length_ratio: float = Field(0.0, ge=0, lt=10, description="uniform: ±ratio × mean; normal: σ = ratio × mean")
+    think_time_s: float = Field(0.0, ge=0, le=86_400, description="closed loops: pause between a reply and the next request")
+    seed: int = Field(0, ge=0, le=2**32 - 1, description="simulator: arrivals and lengths")
 
     @field_validator("engine")
     @classmethod
@@ -108,6 +118,9 @@ class Estimate(BaseModel):
     calibration: str = Field(description="engine/gpu/precision of the calibration used")
     calibration_source: str = ""
     intervals: dict[str, tuple[float, float]] = Field(default_factory=dict)
+    method: str = "closed-form"
+    regime: str = Field("", description="what the numbers describe: a benchmark as run (clients start together, a "
+                                        "finite number of requests) or the steady state of an endless load")
     notes: list[str] = Field(default_factory=list)
 
 
@@ -155,6 +168,39 @@ def run_load(plan: Plan, cal: Calibration, s: Scenario, isl, osl, load_kind: str
     return open_loop(*args, value, cap, s.ideal, extras, s.num_requests, mixed=mixed)
 
 
+def simulated_load(plan: Plan, cal: Calibration, s: Scenario, load_kind: str, value: float) -> tuple[LoadResult, str]:
+    """The step simulator's answer for one scenario, shaped like the closed forms' (and the regime it describes)."""
+    if s.spec_draft_tokens and s.spec_acceptance:
+        raise WorkloadError("the step simulator does not model speculative decoding yet: use --method closed-form")
+    c = max(int(value), 1)
+    endless = s.num_requests is None and load_kind in ("concurrency", "rate")
+    if load_kind == "burst":
+        n = c
+    elif load_kind == "concurrency":
+        n = s.num_requests or max(20 * c, 200)
+    elif load_kind == "rate":
+        n = s.num_requests or int(min(max(value * 120.0, 200), 20_000))
+    else:
+        n = s.num_requests or 10
+    spread = 1 + (s.length_ratio if s.length_dist == "uniform" else 4 * s.length_ratio if s.length_dist == "normal" else 0)
+    longest = int((s.isl + s.osl) * spread) + 2
+    if s.max_model_len:
+        longest = min(longest, s.max_model_len)
+    engine = EngineContext.build(plan, cal.efficiency, s.ideal, longest, s.prefix_hit_rate)
+    traffic = Traffic(kind=load_kind if load_kind != "sync" else "sync", value=float(value), num_requests=n,
+                      arrivals=s.arrivals, gamma_shape=s.gamma_shape, think_time_s=s.think_time_s,
+                      length_dist=s.length_dist, length_ratio=s.length_ratio, seed=s.seed)
+    sim = simulate(engine, traffic, s.isl, s.osl)
+    m = sim.summary("steady" if endless else "all")
+    regime = (f"steady state of an endless load (simulated {n:,} requests, middle of the run)" if endless else
+              f"a benchmark as run: {n:,} requests, clients starting together from an idle engine (simulated)")
+    arr = {k: np.asarray(v) for k, v in m.items()}
+    step = float(sim.busy_s / max(sim.steps, 1))
+    return LoadResult(arr["ttft_s"], arr["itl_s"], arr["e2e_latency_s"], arr["requests_per_s"], arr["output_tokens_per_s"],
+                      arr["total_tokens_per_s"], np.asarray(sim.mean_running), np.asarray(step), np.asarray(step),
+                      np.asarray(sim.preemptions > 0 or sim.max_running >= plan.profile.max_num_seqs)), regime
+
+
 def estimate(s: Scenario) -> Estimate:
     return estimate_with_calibration(s, None)
 
@@ -166,7 +212,12 @@ def estimate_with_calibration(s: Scenario, calibration: Calibration | None) -> E
     plan = plan_for(s)
     model, gpu, profile = plan.model, plan.gpu, plan.profile
     cal = calibration if calibration is not None and not s.ideal else calibration_for(s, plan)
-    r = run_load(plan, cal, s, s.isl, s.osl, load.kind, load.value)
+    if s.method == "simulate":
+        r, regime = simulated_load(plan, cal, s, load.kind, load.value)
+    else:
+        r = run_load(plan, cal, s, s.isl, s.osl, load.kind, load.value)
+        regime = ("steady state of an endless load" if load.kind in ("concurrency", "rate") and s.num_requests is None
+                  else "a benchmark as run: clients start together (closed forms)")
     f = {k: float(np.asarray(getattr(r, k))) for k in ("ttft_s", "itl_s", "e2e_latency_s", "requests_per_s",
                                                       "output_tokens_per_s", "total_tokens_per_s", "running")}
     reps = plan.replicas
@@ -223,5 +274,6 @@ def estimate_with_calibration(s: Scenario, calibration: Calibration | None) -> E
         usd_per_million_input_tokens=usd_per_million_tokens(fleet_price, rps * s.isl),
         usd_per_million_output_tokens=usd_per_million_tokens(fleet_price, out_tps),
         usd_per_million_total_tokens=usd_per_million_tokens(fleet_price, tot_tps),
-        calibration=cal.label, calibration_source=cal.source, intervals=intervals, notes=notes,
+        calibration=cal.label, calibration_source=cal.source, intervals=intervals, method=s.method, regime=regime,
+        notes=notes,
     )

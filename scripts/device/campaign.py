@@ -3,8 +3,10 @@ run every (shape, load) point with `validate sweep`, stop it; pack the results a
 
 Runs where this repo is not installed (the lent H200): PYTHONPATH=<site>:. python3 scripts/device/campaign.py
 SPEC.json OUTDIR [--budget-s S]. The spec lists configs: {"model", "precision", "engine_args", "shapes": [[isl, osl]],
-"points": ["sync:N", "concurrency:C:N", "burst:N", "rates:K:SECONDS", "warmburst:N"], "warmup_rounds": F}, optionally
-a shape's own point list as a third element ([isl, osl, ["sync:3"]]) instead of "points",
+"points": ["sync:N", "concurrency:C:N", "burst:N", "rates:K:SECONDS", "warmburst:N", "prate:R:N", "crate:R:N"],
+"warmup_rounds": F}, optionally a shape's own point list as a third element ([isl, osl, ["sync:3"]]) instead of "points",
+and a fourth element {"dir": FOLDER, "sweep_args": [...]} for a workload of its own (e.g. ["--length-dist", "uniform:0.5"]:
+it gets its own results folder, default ISLxOSL); prate/crate are Poisson / constant arrivals at R requests/s, N requests,
 "name" (the result folder; default MODEL-PRECISION), "engine" (vllm | sglang | transformers), "engine_env" (extra
 environment for the server, e.g. {"PYTHONPATH": "/tmp/site-sglang:/tmp/site"}) and "random_checkpoint": true
 (write random safetensors weights first, for engines without a dummy load format). A point that would not finish
@@ -134,8 +136,9 @@ def run_config(cfg: dict, out: Path, budget_s: float, skipped: list[str]) -> Non
         base = [sys.executable, "-m", "validate.cli", "sweep", "--base-url", ec.base_url, "--model", served,
                 "--model-config", info.path, "--gpu", cfg.get("gpu", "h200-sxm"), "--dialect", dialect(engine_name)]
         for isl, osl, *own in cfg["shapes"]:
-            d = root / f"{isl}x{osl}"
-            sb = base + ["--isl", str(isl), "--osl", str(osl)]
+            opts = own[1] if len(own) > 1 else {}
+            d = root / opts.get("dir", f"{isl}x{osl}")
+            sb = base + ["--isl", str(isl), "--osl", str(osl)] + list(opts.get("sweep_args", []))
             for spec in (own[0] if own else cfg["points"]):
                 if elapsed() > budget_s:
                     skipped.append(f"{slug} {isl}x{osl} {spec}")
@@ -150,6 +153,9 @@ def run_config(cfg: dict, out: Path, budget_s: float, skipped: list[str]) -> Non
                     run_point(sb, root / "warmup" / f"{isl}x{osl}", f"burst:{rest[0]}", int(rest[0]), 0, log)
                 elif kind == "burst":
                     run_point(sb, d, f"burst:{rest[0]}", int(rest[0]), 0, log)
+                elif kind in ("prate", "crate"):  # open loop at a fixed rate, Poisson or evenly spaced arrivals
+                    arrivals = ["--arrivals", "poisson" if kind == "prate" else "constant"]
+                    run_point(sb + arrivals, d, f"rate:{rest[0]}", int(rest[1]), 0, log)
                 elif kind == "rates":
                     pts = measured(d)
                     lo = pts.get("sync", {}).get("requests_per_s")

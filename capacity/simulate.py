@@ -1,0 +1,427 @@
+"""An exact step simulator of a continuous-batching engine: the reference the closed forms are held to.
+
+The engine is a loop of steps. Each step the scheduler (vLLM 0.26's v1 scheduler; SGLang's when the
+engine does not mix prefill into decode steps) decides which tokens run, the step model prices them
+(`Stepper`, the same operator rooflines as `step_parts`), and time moves on by that step:
+
+* **running first**: every decoding sequence gets one token; a sequence whose next token needs a KV
+  block that is not free preempts the most recently admitted running request (recompute: it goes
+  back to the head of the queue and later prefills its prompt and the tokens it had made again);
+* **then partial prefills**, then **waiting requests in arrival order** while the token budget per
+  step, the sequence limit and the KV blocks allow. A request is admitted when the blocks of its
+  whole prompt are free (vLLM 0.26) and its prompt is chunked across steps by the budget;
+* **without mixing** (SGLang) a step is either a prefill batch (new chunks only) or a decode batch.
+
+A request's first token comes at the end of the step that finishes its prompt; one more per decode
+step after that. The front end takes requests in one at a time (`admission_s` each) and cannot
+stream tokens back while it does; `request_overhead_s` (HTTP, input processing) delays each
+request on its way in. Clients are what benchmarks run: one at a time (sync), C clients in a closed
+loop that all start at once, N at once (burst), open arrivals (constant, Poisson or gamma gaps), or
+a replayed trace of arrival times and lengths. Lengths are fixed or spread (uniform / normal, as
+`validate --length-dist` draws them). Deterministic under a seed.
+
+Decode-only stretches with nothing to admit are priced in one vectorized call up to the next
+event (a finish, an arrival, a full KV cache), so a sync run costs per request, not per token.
+"""
+
+from __future__ import annotations
+
+import bisect
+import heapq
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field
+
+from capacity.calibration import Efficiency
+from capacity.errors import WorkloadError
+from capacity.memory import blocks_per_sequence
+from capacity.plan import Plan
+from capacity.stepper import Stepper
+
+MAX_SIM_REQUESTS = 1_000_000
+
+
+class Traffic(BaseModel):
+    """Who sends what, when: the arrival process and the request lengths of one simulated run."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    kind: Literal["sync", "concurrency", "burst", "rate", "trace"]
+    value: float = Field(1.0, gt=0, description="clients (concurrency), requests (burst) or requests/s (rate)")
+    num_requests: int = Field(100, ge=1, le=MAX_SIM_REQUESTS)
+    arrivals: Literal["constant", "poisson", "gamma"] = "constant"
+    gamma_shape: float = Field(1.0, gt=0, description="gamma arrivals: shape k (1 = Poisson, < 1 burstier)")
+    think_time_s: float = Field(0.0, ge=0, description="closed loop: pause between a reply and the next request")
+    length_dist: Literal["fixed", "uniform", "normal"] = "fixed"
+    length_ratio: float = Field(0.0, ge=0, lt=10)
+    seed: int = 0
+    # trace replay: send times (s) and lengths, one entry per request
+    trace_send_s: tuple[float, ...] = ()
+    trace_isl: tuple[int, ...] = ()
+    trace_osl: tuple[int, ...] = ()
+
+
+def spread_lengths(rng: np.random.Generator, mean: int, kind: str, ratio: float, n: int) -> np.ndarray:
+    """Lengths as `validate --length-dist` draws them: uniform in [L(1−r), L(1+r)], normal with σ = r·L."""
+    if kind == "uniform":
+        low, high = int(mean * (1 - ratio)), int(mean * (1 + ratio))
+        return rng.integers(max(low, 1), max(high, 1) + 1, size=n)
+    if kind == "normal":
+        return np.maximum(np.rint(rng.normal(mean, ratio * mean, size=n)), 1).astype(int)
+    return np.full(n, mean, dtype=int)
+
+
+@dataclass(frozen=True)
+class EngineContext:
+    """One engine on one replica: step prices, scheduler limits, KV blocks and front-end costs."""
+
+    stepper: Stepper
+    token_budget: int
+    max_num_seqs: int
+    num_blocks: int
+    block_table: np.ndarray  # blocks one sequence of c tokens holds, for c = 0 … max context
+    mixed: bool
+    request_overhead_s: float
+    admission_s: float
+    prefix_hit_rate: float = 0.0
+    block_size_tokens: int = 16
+
+    @classmethod
+    def build(cls, plan: Plan, eff: Efficiency, ideal: bool, max_context: int, prefix_hit_rate: float = 0.0) -> EngineContext:
+        prof = plan.profile
+        ctx = np.arange(max_context + 2, dtype=float)
+        table = np.asarray(blocks_per_sequence(plan.model, ctx, plan.memory, prof.block_size_tokens), dtype=np.int64)
+        table[0] = 0
+        return cls(Stepper.build(plan.costs, eff, ideal), int(min(prof.max_num_batched_tokens, 10**9)),
+                   int(min(prof.max_num_seqs, 10**9)), int(plan.memory.num_blocks), table, prof.mixed_prefill,
+                   0.0 if ideal else eff.request_overhead_s, 0.0 if ideal else eff.admission_s, prefix_hit_rate,
+                   prof.block_size_tokens)
+
+
+@dataclass(frozen=True)
+class SimResult:
+    """Per-request times of one simulated run (client-side, seconds from the first send) and engine facts."""
+
+    isl: np.ndarray
+    osl: np.ndarray
+    send_s: np.ndarray
+    first_token_s: np.ndarray
+    end_s: np.ndarray
+    preemptions: int
+    steps: int
+    busy_s: float
+    mean_running: float  # time-weighted sequences in the batch while the engine runs
+    max_running: int
+    kv_full_share: float  # share of engine time with fewer free blocks than one more block per sequence
+
+    def summary(self, window: Literal["all", "steady"] = "all") -> dict[str, float]:
+        """Means as a benchmark reports them: TTFT and e2e over requests, ITL pooled over every gap,
+        throughput = completed ÷ (last end − first send). `steady` keeps the requests sent in the middle
+        60 % of the sending period (a service long after start-up) and rates them by their own span."""
+        keep = np.ones(len(self.isl), dtype=bool)
+        if window == "steady" and len(self.isl) >= 10:
+            lo, hi = np.quantile(self.send_s, [0.2, 0.8])
+            keep = (self.send_s >= lo) & (self.send_s <= hi)
+            if keep.sum() < 5:
+                keep[:] = True
+        ttft = self.first_token_s[keep] - self.send_s[keep]
+        e2e = self.end_s[keep] - self.send_s[keep]
+        gaps = np.maximum(self.osl[keep] - 1, 0)
+        decode_time = (self.end_s[keep] - self.first_token_s[keep]).sum()
+        itl = float(decode_time / gaps.sum()) if gaps.sum() else 0.0
+        if window == "steady":  # completions per second between the 20th and 80th percentile of end times
+            t_a, t_b = np.quantile(self.end_s, [0.2, 0.8])
+            span = float(t_b - t_a)
+            n = float(((self.end_s >= t_a) & (self.end_s <= t_b)).sum())
+        else:
+            span = float(self.end_s.max() - self.send_s.min())
+            n = float(len(self.end_s))
+        rps = n / span if span > 0 else 0.0
+        mean_i, mean_o = float(self.isl[keep].mean()), float(self.osl[keep].mean())
+        return {"ttft_s": float(ttft.mean()), "itl_s": itl, "e2e_latency_s": float(e2e.mean()),
+                "requests_per_s": rps, "output_tokens_per_s": rps * mean_o, "total_tokens_per_s": rps * (mean_i + mean_o),
+                "p90_ttft_s": float(np.quantile(ttft, 0.9)), "p99_ttft_s": float(np.quantile(ttft, 0.99)),
+                "running": self.mean_running}
+
+
+class _FrontEnd:
+    """The API server's intake: one request at a time, `admission_s` each. Requests taken in during one busy
+    period reach the engine together when it ends (what vLLM 0.26 showed: a group submitted together waits for
+    the whole group before tokens flow, so TTFT grows by N × admission_s); tokens the engine makes meanwhile
+    reach their clients when the period ends."""
+
+    def __init__(self, admission_s: float, overhead_s: float) -> None:
+        self.admission_s, self.overhead_s = admission_s, overhead_s
+        self.period_end = -np.inf
+        self.pending: list[int] = []
+        self.starts: list[float] = []
+        self.ends: list[float] = []
+
+    def intake(self, send_s: float, request: int, heap: list[tuple[float, int]]) -> None:
+        if send_s > self.period_end:
+            self.flush(heap)
+            if self.admission_s > 0:
+                self.starts.append(send_s)
+                self.ends.append(send_s)
+            self.period_end = send_s
+        self.period_end += self.admission_s
+        if self.admission_s > 0:
+            self.ends[-1] = self.period_end
+        self.pending.append(request)
+
+    def flush(self, heap: list[tuple[float, int]]) -> None:
+        for i in self.pending:
+            heapq.heappush(heap, (self.period_end + self.overhead_s, i))
+        self.pending.clear()
+
+    def next_handover_s(self) -> float:
+        return self.period_end + self.overhead_s if self.pending else np.inf
+
+    def deliver(self, t: float) -> float:
+        """When a token the engine produced at `t` reaches the client (after any intake in progress)."""
+        i = bisect.bisect_right(self.starts, t) - 1
+        return self.ends[i] if i >= 0 and t < self.ends[i] else t
+
+
+def _requests(traffic: Traffic, isl: int, osl: int) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """(input lengths, output lengths, send times or None for closed loops)."""
+    if traffic.kind == "trace":
+        n = len(traffic.trace_send_s)
+        if not n or len(traffic.trace_isl) != n or len(traffic.trace_osl) != n:
+            raise WorkloadError("trace: send times, input and output lengths must be given, one per request")
+        send = np.asarray(traffic.trace_send_s, dtype=float)
+        return (np.maximum(np.asarray(traffic.trace_isl, dtype=int), 1), np.maximum(np.asarray(traffic.trace_osl, dtype=int), 1),
+                send - send.min())
+    n = int(traffic.value) if traffic.kind == "burst" else traffic.num_requests
+    rng = np.random.default_rng(traffic.seed)
+    pairs = [(spread_lengths(rng, isl, traffic.length_dist, traffic.length_ratio, 1)[0],
+              spread_lengths(rng, osl, traffic.length_dist, traffic.length_ratio, 1)[0]) for _ in range(n)] \
+        if traffic.length_dist != "fixed" else [(isl, osl)] * n
+    I = np.array([p[0] for p in pairs], dtype=int)
+    O = np.array([p[1] for p in pairs], dtype=int)
+    if traffic.kind == "burst":
+        return I, O, np.zeros(n)
+    if traffic.kind == "rate":
+        gap = 1.0 / traffic.value
+        if traffic.arrivals == "poisson":
+            gaps = rng.exponential(gap, size=n)
+        elif traffic.arrivals == "gamma":
+            gaps = rng.gamma(traffic.gamma_shape, gap / traffic.gamma_shape, size=n)
+        else:
+            gaps = np.full(n, gap)
+        return I, O, np.concatenate([[0.0], np.cumsum(gaps[:-1])])
+    return I, O, None
+
+
+def simulate(engine: EngineContext, traffic: Traffic, isl: int, osl: int) -> SimResult:
+    """Run the requests of `traffic` through the engine step by step; client-side times per request."""
+    I, O, sends = _requests(traffic, isl, osl)
+    n = len(I)
+    if n > MAX_SIM_REQUESTS:
+        raise WorkloadError(f"simulate: {n:,} requests is more than the simulator runs ({MAX_SIM_REQUESTS:,})")
+    max_ctx = len(engine.block_table) - 2
+    if int((I + O).max()) > max_ctx:
+        raise WorkloadError(f"simulate: a request of {int((I + O).max()):,} tokens is longer than the engine context "
+                            f"({max_ctx:,})")
+    table = engine.block_table
+    need_prompt = table[I]  # blocks a whole prompt holds
+    if int(need_prompt.max()) > engine.num_blocks:
+        raise WorkloadError("simulate: one prompt needs more KV blocks than the engine has")
+    st = engine.stepper
+    front = _FrontEnd(engine.admission_s, engine.request_overhead_s)
+    closed = sends is None
+    clients = 1 if traffic.kind == "sync" else int(traffic.value)
+    send = np.full(n, np.nan)
+    arrive_heap: list[tuple[float, int]] = []  # (engine arrival time, request)
+    next_new = 0
+
+    def submit(t_send: float) -> None:
+        nonlocal next_new
+        if next_new >= n:
+            return
+        i = next_new
+        next_new += 1
+        send[i] = t_send
+        front.intake(t_send, i, arrive_heap)
+
+    if closed:
+        for _ in range(min(clients, n)):
+            submit(0.0)
+    else:
+        for i in range(n):  # open loop: every send time is known
+            send[i] = sends[i]
+            front.intake(float(sends[i]), i, arrive_heap)
+        next_new = n
+        if front.admission_s == 0:
+            front.flush(arrive_heap)
+
+    hit = engine.prefix_hit_rate
+    cached0 = (np.floor(I * hit / engine.block_size_tokens) * engine.block_size_tokens).astype(int) if hit else np.zeros(n, int)
+    done_tok = np.zeros(n, dtype=np.int64)  # tokens in the KV cache (computed)
+    target = I.astype(np.int64).copy()  # tokens to compute before the next token is sampled
+    gen = np.zeros(n, dtype=np.int64)  # tokens sampled so far
+    alloc = np.zeros(n, dtype=np.int64)  # blocks held
+    first = np.full(n, np.nan)
+    end = np.full(n, np.nan)
+    admit_seq = np.zeros(n, dtype=np.int64)
+    waiting: list[int] = []  # arrived at the engine, not running; preempted go to the front
+    running: list[int] = []  # admission order
+    decoding: set[int] = set()
+    prefilling: list[int] = []
+    used_blocks = 0
+    t = 0.0
+    steps = 0
+    preemptions = 0
+    busy = 0.0
+    run_time = 0.0
+    kv_full_time = 0.0
+    max_running = 0
+    seq_counter = 0
+    finished = 0
+
+    def finish(i: int, t_emit: float) -> None:
+        nonlocal used_blocks, finished
+        end[i] = front.deliver(t_emit)
+        used_blocks -= int(alloc[i])
+        alloc[i] = 0
+        running.remove(i)
+        decoding.discard(i)
+        finished += 1
+        if closed:
+            submit(end[i] + traffic.think_time_s)
+
+    def preempt_last() -> int:
+        nonlocal used_blocks, preemptions
+        victim = running.pop()
+        decoding.discard(victim)
+        if victim in prefilling:
+            prefilling.remove(victim)
+        used_blocks -= int(alloc[victim])
+        alloc[victim] = 0
+        done_tok[victim] = 0
+        target[victim] = I[victim] + gen[victim]  # recompute the prompt and the tokens it had
+        waiting.insert(0, victim)
+        preemptions += 1
+        return victim
+
+    def next_arrival_s() -> float:
+        return min(arrive_heap[0][0] if arrive_heap else np.inf, front.next_handover_s())
+
+    while finished < n:
+        if front.pending and front.next_handover_s() <= t:
+            front.flush(arrive_heap)
+        while arrive_heap and arrive_heap[0][0] <= t:
+            waiting.append(heapq.heappop(arrive_heap)[1])
+        if not running and not waiting:
+            nxt = next_arrival_s()
+            if nxt == np.inf:
+                break  # nothing left to send (closed loop done)
+            t = max(t, nxt)
+            continue
+        # 1. decodes need room for one more token each; preempt from the back until they fit
+        dec = [i for i in running if i in decoding]
+        if dec:
+            grow = int((table[done_tok[dec] + 1] - alloc[dec]).sum())
+            while dec and used_blocks + grow > engine.num_blocks:
+                v = preempt_last()
+                if v in dec:
+                    dec.remove(v)
+                grow = int((table[done_tok[dec] + 1] - alloc[dec]).sum()) if dec else 0
+        d = len(dec)
+        budget = engine.token_budget - (d if engine.mixed else 0)
+        chunks: list[tuple[int, int]] = []  # (request, tokens)
+        # 2. partial prefills, then 3. waiting requests (SGLang: a prefill step carries no decodes)
+        for i in list(prefilling):
+            if budget <= 0:
+                break
+            k = int(min(target[i] - done_tok[i], budget))
+            chunks.append((i, k))
+            budget -= k
+        while waiting and budget > 0 and len(running) < engine.max_num_seqs:
+            i = waiting[0]
+            start = int(cached0[i]) if gen[i] == 0 else 0
+            need = int(table[target[i]])
+            if used_blocks + need > engine.num_blocks:
+                break
+            waiting.pop(0)
+            used_blocks += need
+            alloc[i] = need
+            done_tok[i] = start
+            seq_counter += 1
+            admit_seq[i] = seq_counter
+            running.append(i)
+            prefilling.append(i)
+            k = int(min(target[i] - done_tok[i], budget))
+            chunks.append((i, k))
+            budget -= k
+        if not engine.mixed and chunks:
+            d = 0
+            dec = []
+        if not chunks and not dec:
+            # nothing can run: wait for the next arrival (KV and slots are held by nobody here)
+            nxt = next_arrival_s()
+            if nxt < np.inf:
+                t = max(t, nxt)
+                continue
+            raise WorkloadError("simulate: the engine cannot admit the next request (it needs more KV blocks than are free)")
+        p = sum(k for _, k in chunks)
+        max_running = max(max_running, len(running))
+        if d:
+            mean_ctx = float(done_tok[dec].mean())
+        if not chunks:
+            # decode-only stretch: jump to the next finish, arrival or full cache in one vectorized call
+            left = O[dec] - gen[dec]
+            k = int(left.min())
+            if k > 1:
+                ctxs = mean_ctx + np.arange(k, dtype=float)
+                times = st.decode_run_s(d, ctxs)
+                cum = np.cumsum(times)
+                nxt = next_arrival_s()
+                if nxt < np.inf:
+                    j = int(np.searchsorted(t + cum, nxt))
+                    k = min(k, j + 1)
+                # blocks after k more tokens each; shrink the stretch until they fit
+                while k > 1 and used_blocks + int((table[done_tok[dec] + k] - alloc[dec]).sum()) > engine.num_blocks:
+                    k = max(1, k // 2)
+                dt = float(cum[k - 1])
+            else:
+                k = 1
+                dt = st.time_s(d, st.decode_keys(mean_ctx), 0.0, 0.0)
+        else:
+            k = 1
+            keys = sum(kk * st.prefill_keys(kk, float(done_tok[i])) for i, kk in chunks) / p
+            dt = st.time_s(d, st.decode_keys(mean_ctx) if d else 0.0, float(p), keys)
+        # advance k steps
+        free_before = engine.num_blocks - used_blocks
+        if free_before < len(running):
+            kv_full_time += dt
+        run_time += dt * len(running)
+        t += dt
+        busy += dt
+        steps += k
+        if dec:
+            idx = np.asarray(dec)
+            done_tok[idx] += k
+            gen[idx] += k
+            new_alloc = table[done_tok[idx]]
+            used_blocks += int((new_alloc - alloc[idx]).sum())
+            alloc[idx] = new_alloc
+            for i in idx[gen[idx] >= O[idx]]:
+                finish(int(i), t)
+        for i, kk in chunks:
+            done_tok[i] += kk
+            if done_tok[i] >= target[i]:
+                prefilling.remove(i)
+                gen[i] += 1
+                if np.isnan(first[i]):
+                    first[i] = front.deliver(t)
+                if gen[i] >= O[i]:
+                    finish(i, t)
+                else:
+                    decoding.add(i)
+    if finished < n:
+        raise WorkloadError(f"simulate: only {finished} of {n} requests finished")
+    return SimResult(I, O, send, first, end, preemptions, steps, busy, run_time / busy if busy else 0.0,
+                     max_running, kv_full_time / busy if busy else 0.0)

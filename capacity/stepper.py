@@ -1,0 +1,153 @@
+"""One step's time for scalar inputs, fast: what the step simulator calls once per engine step.
+
+`step_parts` (capacity/steptime.py) is the model of a step and broadcasts over arrays; a call costs
+~100 µs whatever the size, which is fine for closed forms over grids and far too slow for a loop
+over 10⁵ steps. `Stepper` folds the constants of one (model, GPU, precision, parallelism, calibration)
+into per-token coefficients once, so that one step costs a few float operations. The expressions are
+the same operator rooflines term by term; `tests/test_simulate.py` holds them equal to `step_parts`
+on random steps of every catalog model, so the two cannot drift apart.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from capacity.calibration import Efficiency
+from capacity.formulas import compiled
+from capacity.kv import attended_tokens_decode, attended_tokens_prefill
+from capacity.steptime import StepCosts
+
+
+@dataclass(frozen=True)
+class Stepper:
+    """Scalar step time of one engine-on-hardware context (what a step of d decodes and p prefill tokens costs)."""
+
+    costs: StepCosts
+    ideal: bool
+    # linear layers: FLOPs per token (dense) and per sampled position (LM head); bytes per step
+    lin_flops_per_token: float
+    head_flops_per_logit: float
+    lin_bytes: float
+    flops_per_s: float  # achieved linear FLOP/s (peak × matmul efficiency)
+    weight_bytes_per_s: float  # achieved weight-streaming bandwidth
+    expert_flops_per_token: float
+    expert_bytes_per_touched: float  # bytes of one touched expert over all MoE layers
+    moe_flops_per_s: float
+    attn_flops_per_key: float
+    attn_flops_per_s: float
+    kv_bytes_per_key: float  # bytes one cached token-layer costs to read
+    kv_bytes_per_s: float
+    kv_write_bytes_per_token: float  # a prefill token writes its KV in every layer
+    prefill_kv_bytes_per_s: float
+    comm_s_per_token: float  # TP all-reduce bandwidth term per token (2 per layer)
+    comm_s_fixed: float  # TP all-reduce latency per step
+    overhead_fixed_s: float
+    overhead_per_sequence_s: float
+    host_per_sequence_s: float
+    launch_floor_s: float
+    max_graph_tokens: float
+    _touched: dict = field(default_factory=dict, compare=False, repr=False)
+
+    @classmethod
+    def build(cls, c: StepCosts, eff: Efficiency, ideal: bool = False) -> Stepper:
+        one = 1.0 if ideal else None  # the ideal roofline runs every unit at its peak
+        peak, bw = c.peak_flops_per_s, c.bandwidth_bytes_per_s
+        lin = float(compiled("linear_flops")(c.dense_params, 1.0))
+        head = float(compiled("linear_flops")(c.head_params, 1.0))
+        if c.moe_layers:
+            exp_flops = 2 * c.experts_per_token * c.expert_params * c.moe_layers / c.ep
+        else:
+            exp_flops = 0.0
+        if c.tp > 1:
+            per_token = 2 * c.num_layers * (float(compiled("allreduce_time_s")(0.0, c.tp, c.hidden_size * 2.0,
+                                                                                c.link_bytes_per_s, eff.link)))
+            fixed = 2 * c.num_layers * eff.link_latency_s
+        else:
+            per_token = fixed = 0.0
+        return cls(
+            costs=c, ideal=ideal,
+            lin_flops_per_token=lin, head_flops_per_logit=head, lin_bytes=c.dense_weight_bytes,
+            flops_per_s=peak * (one or eff.matmul), weight_bytes_per_s=bw * (one or eff.weight_bandwidth),
+            expert_flops_per_token=exp_flops, expert_bytes_per_touched=c.expert_weight_bytes * c.moe_layers,
+            moe_flops_per_s=peak * (one or eff.moe_matmul),
+            attn_flops_per_key=c.attention_flops_per_key,
+            attn_flops_per_s=c.attention_peak_flops_per_s * (one or eff.attention_matmul),
+            kv_bytes_per_key=c.kv_bytes_per_token_layer, kv_bytes_per_s=bw * (one or eff.kv_bandwidth),
+            kv_write_bytes_per_token=c.num_layers * c.kv_bytes_per_token_layer,
+            prefill_kv_bytes_per_s=bw * (one or eff.weight_bandwidth),
+            comm_s_per_token=per_token, comm_s_fixed=fixed,
+            overhead_fixed_s=0.0 if ideal else (eff.step_overhead_s + eff.layer_overhead_s * c.num_layers
+                                                 + eff.moe_layer_overhead_s * c.moe_layers),
+            overhead_per_sequence_s=0.0 if ideal else eff.sequence_overhead_s,
+            host_per_sequence_s=0.0 if ideal else eff.host_token_s,
+            launch_floor_s=0.0 if ideal else (eff.eager_layer_overhead_s * c.num_layers
+                                               + eff.eager_moe_layer_overhead_s * c.moe_layers),
+            max_graph_tokens=c.max_cudagraph_tokens,
+        )
+
+    def decode_keys(self, context: float) -> float:
+        """Token-layers one decoding sequence of `context` tokens reads (sliding windows included)."""
+        return float(attended_tokens_decode(self.costs.arch, context))
+
+    def prefill_keys(self, tokens: float, prefix: float) -> float:
+        """Mean keys per token, summed over layers, of a chunk of `tokens` after `prefix` computed tokens."""
+        return float(attended_tokens_prefill(self.costs.arch, tokens, prefix))
+
+    def experts_touched(self, tokens: float) -> float:
+        """Distinct experts of one GPU a step of `tokens` loads (memoized: steps repeat token counts)."""
+        cache = self._touched
+        hit = cache.get(tokens)
+        if hit is None:
+            c = self.costs
+            t = float(compiled("experts_touched")(c.num_experts, c.experts_per_token, max(tokens, 1e-9)))
+            hit = cache[tokens] = min(t * (c.experts_per_gpu / c.num_experts), c.experts_per_gpu)
+        return hit
+
+    def _parts(self, d: float, decode_keys_per_seq: float, p: float, prefill_keys_per_token: float):
+        """(GPU busy time with overheads, host floor, launch floor) of one step."""
+        tokens = d + p
+        sampled = d + min(p, 1.0)
+        lin_f = self.lin_flops_per_token * tokens + self.head_flops_per_logit * sampled
+        exp_f = self.expert_flops_per_token * tokens
+        exp_b = self.experts_touched(tokens) * self.expert_bytes_per_touched if self.expert_flops_per_token else 0.0
+        dec_f = d * decode_keys_per_seq * self.attn_flops_per_key
+        dec_b = d * decode_keys_per_seq * self.kv_bytes_per_key
+        pre_f = p * prefill_keys_per_token * self.attn_flops_per_key
+        pre_b = p * self.kv_write_bytes_per_token
+        comm = (self.comm_s_fixed + self.comm_s_per_token * tokens) if self.comm_s_per_token else 0.0
+        if self.ideal:
+            flops = lin_f + exp_f + dec_f + pre_f
+            by = self.lin_bytes + exp_b + dec_b + pre_b
+            return max(flops / self.flops_per_s, by / self.weight_bytes_per_s) + comm, 0.0, 0.0
+        gpu = (max(lin_f / self.flops_per_s, self.lin_bytes / self.weight_bytes_per_s)
+               + (max(exp_f / self.moe_flops_per_s, exp_b / self.weight_bytes_per_s) if exp_f else 0.0)
+               + max(dec_f / self.attn_flops_per_s, dec_b / self.kv_bytes_per_s)
+               + max(pre_f / self.attn_flops_per_s, pre_b / self.prefill_kv_bytes_per_s)
+               + comm)
+        busy = gpu + self.overhead_fixed_s + self.overhead_per_sequence_s * sampled
+        launch = self.launch_floor_s if tokens > self.max_graph_tokens else 0.0
+        return busy, self.host_per_sequence_s * sampled, launch
+
+    def time_s(self, decode_seqs: float, decode_keys_per_seq: float, prefill_tokens: float,
+               prefill_keys_per_token: float) -> float:
+        """Seconds of one step: `decode_seqs` sequences each reading `decode_keys_per_seq` token-layers
+        (`decode_keys` of their mean context) and `prefill_tokens` attending `prefill_keys_per_token` each."""
+        return max(self._parts(decode_seqs, decode_keys_per_seq, prefill_tokens, prefill_keys_per_token))
+
+    def decode_run_s(self, decode_seqs: int, contexts: np.ndarray) -> np.ndarray:
+        """Times of decode-only steps of `decode_seqs` sequences at these mean contexts (one per step)."""
+        keys = np.asarray(attended_tokens_decode(self.costs.arch, contexts), dtype=float)
+        d = float(decode_seqs)
+        if self.ideal:
+            busy0, _, _ = self._parts(d, 0.0, 0.0, 0.0)
+            c = self
+            exp_b = self.experts_touched(d) * self.expert_bytes_per_touched if self.expert_flops_per_token else 0.0
+            flops = (c.lin_flops_per_token + c.head_flops_per_logit + c.expert_flops_per_token) * d + d * keys * c.attn_flops_per_key
+            by = c.lin_bytes + exp_b + d * keys * c.kv_bytes_per_key
+            comm = (self.comm_s_fixed + self.comm_s_per_token * d) if self.comm_s_per_token else 0.0
+            return np.maximum(flops / c.flops_per_s, by / c.weight_bytes_per_s) + comm
+        busy0, host, launch = self._parts(d, 0.0, 0.0, 0.0)
+        per_key = d * max(self.attn_flops_per_key / self.attn_flops_per_s, self.kv_bytes_per_key / self.kv_bytes_per_s)
+        return np.maximum(busy0 + per_key * keys, max(host, launch))

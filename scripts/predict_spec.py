@@ -1,0 +1,67 @@
+"""Write both load models' predictions (closed forms and the step simulator) for a device campaign spec,
+before it runs. Usage: python scripts/predict_spec.py SPEC.json OUT.jsonl
+
+Each measured point of the spec (scripts/device/campaign.py's grammar) becomes one Scenario with the
+point's request count, arrivals and length spread, predicted with the shipped calibration; warm-up
+points are skipped."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from datetime import date
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from capacity import Scenario, estimate  # noqa: E402
+from capacity.errors import CapacityError  # noqa: E402
+
+KEEP = ("kv_capacity_tokens", "ttft_s", "itl_s", "e2e_latency_s", "requests_per_s", "output_tokens_per_s",
+        "running_requests", "calibration", "regime")
+
+
+def points(spec: list[dict]):
+    """(config, isl, osl, folder, load, num_requests, options) for every measured point of a spec."""
+    for cfg in spec:
+        for isl, osl, *own in cfg["shapes"]:
+            opts = own[1] if len(own) > 1 else {}
+            args = list(opts.get("sweep_args", []))
+            extra: dict = {}
+            if "--length-dist" in args:
+                kind, _, ratio = args[args.index("--length-dist") + 1].partition(":")
+                extra = {"length_dist": kind, "length_ratio": float(ratio or 0)}
+            for p in (own[0] if own else cfg["points"]):
+                kind, *rest = p.split(":")
+                if kind == "concurrency":
+                    yield cfg, isl, osl, opts.get("dir", f"{isl}x{osl}"), f"concurrency:{rest[0]}", int(rest[1]), extra
+                elif kind in ("prate", "crate"):
+                    yield cfg, isl, osl, opts.get("dir", f"{isl}x{osl}"), f"rate:{rest[0]}", int(rest[1]), {
+                        **extra, "arrivals": "poisson" if kind == "prate" else "constant"}
+                elif kind == "burst":
+                    yield cfg, isl, osl, opts.get("dir", f"{isl}x{osl}"), f"burst:{rest[0]}", None, extra
+                elif kind == "sync":
+                    yield cfg, isl, osl, opts.get("dir", f"{isl}x{osl}"), "sync", int(rest[0]), extra
+
+
+def main() -> None:
+    spec, out = json.loads(Path(sys.argv[1]).read_text()), Path(sys.argv[2])
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
+    with out.open("w") as f:
+        for cfg, isl, osl, folder, load, n, extra in points(spec):
+            for method in ("closed-form", "simulate"):
+                s = Scenario(model=cfg["model"], precision=cfg.get("precision", "bf16"), gpu=cfg.get("gpu", "h200-sxm"),
+                             isl=isl, osl=osl, load=load, num_requests=n, method=method, **extra)
+                try:
+                    e = estimate(s).model_dump()
+                except CapacityError as exc:
+                    e = {"error": str(exc)}
+                f.write(json.dumps({"run": f"{cfg.get('name')}/{folder}", "model": s.model, "precision": s.precision,
+                                    "isl": isl, "osl": osl, "load": load, "num_requests": n, "method": method, **extra,
+                                    "predicted_at_commit": commit, "date": str(date.today()),
+                                    **{k: e.get(k) for k in KEEP}, "error": e.get("error")}) + "\n")
+
+
+if __name__ == "__main__":
+    main()
