@@ -1,0 +1,355 @@
+"""Score the current capacity model against the public measured corpus (data/public/rows.jsonl).
+
+For every row: build the `capacity.estimate.Scenario` the row describes, estimate it, and record predicted vs
+measured (error = predicted ÷ measured − 1). Refusals (a configuration that does not fit, an unknown id) are caught
+and listed, never dropped silently. Writes docs/public-corpus.md and data/public/scores.csv; every number in the
+doc comes from this script and the committed rows (tests/test_public_corpus.py regenerates both and fails on drift).
+
+    .venv/bin/python scripts/score_public.py [--doc PATH] [--scores PATH]
+
+Mapping choices (each counted and flagged in the doc):
+- engines the model has no profile for (TensorRT-LLM, NIM) are scored with the vLLM profile and calibration;
+- an offline / max-throughput row is a burst of its published request count (3,000 where the source gives none);
+- a batch row (vLLM benchmark_latency: B requests processed together) is a burst of B;
+- attention data parallel (TensorRT-LLM DEPn) is scored as TP n with expert parallel; pipeline parallel as
+  data-parallel replicas (num_gpus = TP × PP), which the model has no better form for;
+- an unstated KV precision is taken as FP8 for FP8/FP4 checkpoints, BF16 otherwise.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import io
+import math
+import statistics
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+
+from capacity.architecture import load_model  # noqa: E402
+from capacity.errors import CapacityError  # noqa: E402
+from capacity.estimate import Estimate, Scenario, estimate  # noqa: E402
+from validate.public.build import load_rows  # noqa: E402
+from validate.public.common import ROWS_PATH  # noqa: E402
+from validate.public.schema import THROUGHPUT_METRICS, Row  # noqa: E402
+
+DOC_PATH = REPO / "docs" / "public-corpus.md"
+SCORES_PATH = REPO / "data" / "public" / "scores.csv"
+MODELLED_ENGINES = ("vllm", "sglang")
+DEFAULT_OFFLINE_REQUESTS = 3000
+AMD = ("mi300x", "mi325x", "mi355x")
+BLACKWELL = ("b200", "b300", "gb200", "gb300", "rtx-pro-6000")
+
+
+def model_class(model_id: str) -> str:
+    m = load_model(model_id)
+    if m.mla is not None:
+        return "MLA (MoE)"
+    return "MoE" if m.moe is not None else "dense"
+
+
+def regime(r: Row) -> str:
+    if r.load == "offline":
+        return "offline max-throughput"
+    if r.load == "batch":
+        return "batch latency (B at once)"
+    if r.load == "concurrency":
+        return "single stream (C=1)" if r.concurrency == 1 else "closed loop C>1"
+    return r.load
+
+
+@dataclass
+class Scored:
+    row: Row
+    scenario: dict
+    flags: list[str]
+    predicted: float | None = None
+    error: float | None = None
+    refused: str | None = None
+    est: Estimate | None = field(default=None, repr=False)
+
+    @property
+    def speed_bias(self) -> float | None:
+        """> 0: the model predicts a faster server than measured (more throughput or less latency)."""
+        if self.predicted is None:
+            return None
+        ratio = self.predicted / self.row.value
+        return ratio - 1 if self.row.metric in THROUGHPUT_METRICS else 1 / ratio - 1
+
+
+def scenario_for(r: Row) -> tuple[dict, list[str]]:
+    flags: list[str] = []
+    engine = r.engine if r.engine in MODELLED_ENGINES else "vllm"
+    if engine != r.engine:
+        flags.append(f"engine {r.engine} scored with the vLLM profile")
+    kv = r.kv_precision
+    if kv == "unstated":
+        kv = "fp8" if r.weight_precision in ("fp8", "nvfp4", "mxfp4") else "bf16"
+        flags.append(f"KV precision unstated, taken as {kv}")
+    s = dict(model=r.model, gpu=r.gpu, num_gpus=r.num_gpus, tp=r.tp, expert_parallel=r.ep > 1,
+             precision=r.weight_precision, kv_precision=kv, engine=engine, isl=r.isl, osl=r.osl)
+    if r.dp > 1:
+        flags.append(f"attention DP {r.dp} scored as TP {r.tp}")
+    if r.pp > 1:
+        flags.append(f"PP {r.pp} scored as {r.pp} replicas")
+    if r.load == "offline":
+        n = r.num_requests or DEFAULT_OFFLINE_REQUESTS
+        if r.num_requests is None:
+            flags.append(f"request count unpublished: burst of {n}")
+        s["load"] = f"burst:{n}"
+    elif r.load == "batch":
+        s["load"] = f"burst:{r.batch}"
+    elif r.load == "concurrency":
+        s["load"] = f"concurrency:{r.concurrency}"
+        if r.num_requests:
+            s["num_requests"] = r.num_requests
+    elif r.load == "rate":
+        s["load"] = f"rate:{r.rate:g}"
+    else:
+        s["load"] = "sync"
+    if r.max_num_seqs:
+        s["max_num_seqs"] = r.max_num_seqs
+    return s, flags
+
+
+def predicted_value(r: Row, e: Estimate) -> float:
+    return {
+        "output_tokens_per_s": e.output_tokens_per_s,
+        "output_tokens_per_s_per_gpu": e.output_tokens_per_s / r.num_gpus,
+        "total_tokens_per_s": e.total_tokens_per_s,
+        "requests_per_s": e.requests_per_s,
+        "ttft_s": e.ttft_s,
+        "itl_s": e.itl_s,
+        "tpot_s": e.itl_s,
+        "e2e_latency_s": e.e2e_latency_s,
+    }[r.metric]
+
+
+def score(rows: list[Row]) -> list[Scored]:
+    cache: dict[tuple, Estimate | str] = {}
+    out = []
+    for r in rows:
+        s, flags = scenario_for(r)
+        key = tuple(sorted(s.items()))
+        if key not in cache:
+            try:
+                cache[key] = estimate(Scenario(**s))
+            except CapacityError as exc:
+                cache[key] = f"{type(exc).__name__}: {exc}"
+        res = cache[key]
+        sc = Scored(r, s, flags)
+        if isinstance(res, str):
+            sc.refused = res
+        else:
+            sc.est = res
+            sc.predicted = predicted_value(r, res)
+            sc.error = sc.predicted / r.value - 1
+        out.append(sc)
+    return out
+
+
+def likely_causes(sc: Scored) -> str:
+    """Heuristic causes from the scenario's traits and the estimate's own flags (not a diagnosis)."""
+    r, e = sc.row, sc.est
+    causes = []
+    bias = sc.speed_bias or 0.0
+    if r.pp > 1:
+        causes.append("pipeline parallel scored as replicas")
+    if e is not None and e.decode_host_bound and r.engine not in MODELLED_ENGINES and bias < 0:
+        causes.append("host floor: vLLM's per-sequence host cost applied to an engine with a lighter scheduler")
+    if r.gpu in AMD:
+        causes.append("ROCm efficiency: H200 vLLM calibration extrapolated to MI300X")
+    if model_class(r.model).startswith("MLA"):
+        causes.append("MLA attention and 256-expert MoE (DeepSeek) priced by dense-GEMM rooflines")
+    if r.dp > 1 or (r.ep > 1 and r.engine not in MODELLED_ENGINES):
+        causes.append("attention DP / expert parallel all-to-all scored as TP")
+    if r.weight_precision in ("nvfp4", "mxfp4") and r.gpu in BLACKWELL:
+        causes.append("FP4 kernels on Blackwell carried with FP8 efficiency factors")
+    if r.weight_precision in ("nvfp4", "mxfp4") and r.gpu not in BLACKWELL and r.gpu not in AMD:
+        causes.append("FP4 weights on a GPU without FP4 tensor cores (weight-only)")
+    if e is not None and e.saturated and e.max_concurrent_requests < 256 and r.load in ("offline", "concurrency"):
+        causes.append(f"memory rule: only {e.max_concurrent_requests:,} sequences fit by the vLLM KV rule")
+    if e is not None and r.engine not in MODELLED_ENGINES and any("CUDA graph" in n for n in e.notes):
+        causes.append("vLLM's eager launch floor above 512-token graphs (TensorRT-LLM captures graphs to 8,192)")
+    if r.isl >= 8192:
+        causes.append("long-prompt prefill")
+    if r.gpu in ("l40s", "a100-80gb-sxm", "rtx-pro-6000"):
+        causes.append("GPU never measured here (calibration extrapolated)")
+    if r.metric == "ttft_s" and r.load == "concurrency" and (sc.error or 0) > 0:
+        causes.append("TTFT under load: long prompts' prefill chunks share vLLM's 8,192-token step budget with decode")
+    if "unit" in r.note and "not" in r.note:
+        causes.append("unit of the published figure ambiguous")
+    if not causes:
+        causes.append("engine-specific scheduling/kernels (no single trait)")
+    return "; ".join(causes[:3])
+
+
+# ---------------------------------------------------------------- report
+def pct(x: float) -> str:
+    return f"{x * 100:+.0f} %"
+
+
+def apct(x: float) -> str:
+    return f"{abs(x) * 100:.0f} %"
+
+
+def summarize(items: list[Scored]) -> tuple[int, float, float, float]:
+    errs = [s.error for s in items]
+    worst = max(errs, key=abs)
+    return len(items), statistics.median(abs(x) for x in errs), worst, statistics.median(s.speed_bias for s in items)
+
+
+def slice_table(scored: list[Scored], key, title: str) -> list[str]:
+    groups: dict[str, list[Scored]] = {}
+    for s in scored:
+        groups.setdefault(key(s), []).append(s)
+    lines = [f"### By {title}", "",
+             "| " + title + " | points | median abs error | worst error | median speed bias | direction |",
+             "|---|---|---|---|---|---|"]
+    for name in sorted(groups, key=lambda g: (-len(groups[g]), g)):
+        n, med, worst, bias = summarize(groups[name])
+        direction = "model optimistic (predicts faster)" if bias > 0 else "model pessimistic (predicts slower)"
+        lines.append(f"| {name} | {n} | {apct(med)} | {pct(worst)} | {pct(bias)} | {direction} |")
+    return lines + [""]
+
+
+def count_table(rows: list[Row], key, title: str) -> list[str]:
+    counts: dict[str, int] = {}
+    for r in rows:
+        counts[key(r)] = counts.get(key(r), 0) + 1
+    lines = [f"| {title} | rows |", "|---|---|"]
+    lines += [f"| {k} | {counts[k]} |" for k in sorted(counts, key=lambda k: (-counts[k], k))]
+    return lines + [""]
+
+
+def render_doc(rows: list[Row], scored: list[Scored]) -> str:
+    ok = [s for s in scored if s.error is not None]
+    refused = [s for s in scored if s.refused is not None]
+    n_src = len({r.source_id for r in rows})
+    L: list[str] = [
+        "# The capacity model against published measurements (public corpus)", "",
+        "Generated by `python scripts/score_public.py` from `data/public/rows.jsonl` (how the rows were taken and "
+        "what is ambiguous in each source: [data/public/README.md](../data/public/README.md)); every number below "
+        "comes from that script and the committed rows, and `tests/test_public_corpus.py` fails when this page is "
+        "stale. Per-row predictions are in `data/public/scores.csv`.", "",
+        "Error = predicted ÷ measured − 1 on the row's own metric. **Speed bias** puts throughput and latency on one "
+        "axis: for a throughput it is the error itself, for a latency measured ÷ predicted − 1, so **+ means the "
+        "model predicts a faster server than was measured** (optimistic) and − a slower one (pessimistic). Medians "
+        "are over points; a configuration published with several metrics counts once per metric.", "",
+        "**This is the shipped model scored as is**: calibrated on vLLM 0.26 on one H200 only, so every other GPU "
+        "is an extrapolation of that calibration and TensorRT-LLM and NIM rows are scored with the vLLM engine "
+        "profile (its memory rule, scheduler limits and host floor), flagged below. Nothing here was fitted.", "",
+        "## Corpus", "",
+        f"{len(rows)} rows from {n_src} sources; {len(ok)} scored, {len(refused)} refused by the model.", "",
+    ]
+    L += ["| source | kind | rows | published | pinned to |", "|---|---|---|---|---|"]
+    by_src: dict[str, list[Row]] = {}
+    for r in rows:
+        by_src.setdefault(r.source_id, []).append(r)
+    for sid in sorted(by_src, key=lambda k: (-len(by_src[k]), k)):
+        r0 = by_src[sid][0]
+        pin = f"commit `{r0.source_commit[:12]}`" if r0.source_commit else f"web page read {r0.read_on}"
+        pubs = list(dict.fromkeys(r.published for r in by_src[sid]))
+        published = pubs[0] if len(pubs) == 1 else f"{len(pubs)} editions ({pubs[0]} … {pubs[-1]})"
+        L.append(f"| {sid} | {r0.source_kind} | {len(by_src[sid])} | {published} | {pin} |")
+    L.append("")
+    L += ["Rows per GPU, engine, model class, load regime and metric:", ""]
+    L += count_table(rows, lambda r: r.gpu, "GPU")
+    L += count_table(rows, lambda r: f"{r.engine} {r.engine_version}" if r.engine != "trtllm" else "trtllm", "engine")
+    L += count_table(rows, lambda r: model_class(r.model), "model class")
+    L += count_table(rows, lambda r: f"{r.model}", "model")
+    L += count_table(rows, regime, "regime")
+    L += count_table(rows, lambda r: r.metric, "metric")
+    L += count_table(rows, lambda r: f"TP{r.tp}" + (f" EP{r.ep}" if r.ep > 1 else "") + (f" PP{r.pp}" if r.pp > 1 else ""), "parallelism")
+    flags: dict[str, int] = {}
+    for s in scored:
+        for f in s.flags:
+            k = f.split(":")[0] if f.startswith("request count") else f
+            flags[k] = flags.get(k, 0) + 1
+    L += ["Mapping choices applied (rows):", "", "| choice | rows |", "|---|---|"]
+    L += [f"| {k} | {flags[k]} |" for k in sorted(flags, key=lambda k: (-flags[k], k))]
+    L.append("")
+
+    L += ["## Headline", ""]
+    n, med, worst, bias = summarize(ok)
+    within = lambda t: sum(abs(s.error) <= t for s in ok) / len(ok)  # noqa: E731
+    L += [f"Over all {n} scored points: median |error| **{apct(med)}**, median speed bias {pct(bias)}, "
+          f"worst {pct(worst)}; {within(0.1) * 100:.0f} % of points within ±10 %, {within(0.25) * 100:.0f} % within ±25 %, "
+          f"{within(0.5) * 100:.0f} % within ±50 %.", ""]
+    L += ["## Error per slice", ""]
+    L += slice_table(ok, lambda s: s.row.source_id, "source")
+    L += slice_table(ok, lambda s: s.row.engine, "engine")
+    L += slice_table(ok, lambda s: s.row.gpu, "GPU")
+    L += slice_table(ok, lambda s: model_class(s.row.model), "model class")
+    L += slice_table(ok, lambda s: regime(s.row), "regime")
+    L += slice_table(ok, lambda s: s.row.metric, "metric")
+    L += slice_table(ok, lambda s: s.row.weight_precision, "weight precision")
+    L += slice_table(ok, lambda s: f"{s.row.engine} × {s.row.gpu} × {regime(s.row)}", "engine × GPU × regime")
+
+    L += ["## The 15 largest misses", "",
+          "Likely causes are read off the scenario's traits and the estimate's own flags (host-bound decode, launch "
+          "floor, KV-limited batch); they point at the model physics to examine, they are not a diagnosis.", "",
+          "| row | model | GPU | parallel | ISL/OSL | load | metric | measured | predicted | error | likely cause |",
+          "|---|---|---|---|---|---|---|---|---|---|---|"]
+    for s in sorted(ok, key=lambda s: (-abs(math.log(1 + s.error)), s.row.row_id))[:15]:
+        r = s.row
+        par = f"TP{r.tp}" + (f" EP{r.ep}" if r.ep > 1 else "") + (f" DP{r.dp}" if r.dp > 1 else "") + (f" PP{r.pp}" if r.pp > 1 else "")
+        L.append(f"| {r.row_id} | {r.model} {r.weight_precision} | {r.num_gpus}× {r.gpu} | {par} | {r.isl}/{r.osl} | "
+                 f"{s.scenario['load']} | {r.metric} | {r.value:,.4g} | {s.predicted:,.4g} | {pct(s.error)} | {likely_causes(s)} |")
+    L.append("")
+    L += ["Ranked by |log(predicted ÷ measured)|, so a 3× under-prediction ranks with a 3× over-prediction.", ""]
+
+    L += ["## Refused rows", ""]
+    if not refused:
+        L += ["None: every published configuration in the corpus was estimated.", ""]
+    else:
+        L += [f"{len(refused)} rows the model refused (a configuration that ran in public but that the model says "
+              "cannot run is itself a miss):", "",
+              "| row | model | GPU | parallel | ISL/OSL | reason |", "|---|---|---|---|---|---|"]
+        for s in refused:
+            r = s.row
+            L.append(f"| {r.row_id} | {r.model} {r.weight_precision} | {r.num_gpus}× {r.gpu} | TP{r.tp} PP{r.pp} | "
+                     f"{r.isl}/{r.osl} | {s.refused.replace('|', '/')} |")
+        L.append("")
+    return "\n".join(L)
+
+
+def render_scores(scored: list[Scored]) -> str:
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(["row_id", "source_id", "engine", "gpu", "model", "metric", "measured", "predicted", "error",
+                "speed_bias", "scenario_load", "flags", "refused"])
+    for s in scored:
+        r = s.row
+        w.writerow([r.row_id, r.source_id, r.engine, r.gpu, r.model, r.metric, f"{r.value:.6g}",
+                    "" if s.predicted is None else f"{s.predicted:.6g}", "" if s.error is None else f"{s.error:.4f}",
+                    "" if s.speed_bias is None else f"{s.speed_bias:.4f}", s.scenario["load"], "; ".join(s.flags),
+                    s.refused or ""])
+    return buf.getvalue()
+
+
+def generate(rows_path: Path = ROWS_PATH) -> tuple[str, str]:
+    rows = load_rows(rows_path)
+    scored = score(rows)
+    return render_doc(rows, scored), render_scores(scored)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--doc", type=Path, default=DOC_PATH)
+    ap.add_argument("--scores", type=Path, default=SCORES_PATH)
+    args = ap.parse_args(argv)
+    doc, scores = generate()
+    args.doc.write_text(doc)
+    args.scores.write_text(scores)
+    print(f"wrote {args.doc} and {args.scores}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,68 @@
+"""The public measured corpus (data/public/): rows validate, rebuild byte-identically from the raw files, cover
+enough sources, resolve to catalog models and GPUs, and docs/public-corpus.md + scores.csv are up to date."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from capacity.architecture import catalog_ids
+from capacity.hardware import gpu_catalog
+from validate.public.build import build, load_rows, render
+from validate.public.common import RAW_DIR, ROWS_PATH
+from validate.public.schema import Row
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def rows() -> list[Row]:
+    return load_rows(ROWS_PATH)
+
+
+def test_every_line_validates_against_the_schema():
+    lines = [line for line in ROWS_PATH.read_text().splitlines() if line.strip()]
+    for line in lines:
+        Row.model_validate(json.loads(line))
+
+
+def test_build_regenerates_rows_byte_identically():
+    built, _ = build(RAW_DIR)
+    assert render(built) == ROWS_PATH.read_text(), "rows.jsonl is stale: run python -m validate.public.build"
+
+
+def test_size_and_coverage(rows):
+    assert len(rows) >= 300
+    assert len({r.source_id for r in rows}) >= 6
+    gpus = {r.gpu for r in rows}
+    assert {"h100-sxm", "h200-sxm", "mi300x"} <= gpus and gpus & {"b200", "b300", "gb200", "gb300"}
+    assert {r.tp for r in rows} >= {1, 2, 4, 8}
+    assert any(r.model == "deepseek-ai/DeepSeek-R1" for r in rows)  # MLA
+    assert len({r.row_id for r in rows}) == len(rows)
+
+
+def test_every_model_and_gpu_resolves(rows):
+    models, gpus = {m.lower() for m in catalog_ids()}, set(gpu_catalog())
+    assert {r.model.lower() for r in rows} <= models
+    assert {r.gpu for r in rows} <= gpus
+
+
+def test_repository_rows_are_pinned(rows):
+    for r in rows:
+        if "github.com" in r.source_url:
+            assert r.source_commit and r.source_commit in r.source_url, r.row_id
+        assert (REPO / r.source_path).is_file(), r.row_id
+
+
+def test_doc_and_scores_are_up_to_date():
+    spec = importlib.util.spec_from_file_location("score_public", REPO / "scripts" / "score_public.py")
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault("score_public", mod)
+    spec.loader.exec_module(mod)
+    doc, scores = mod.generate(ROWS_PATH)
+    assert doc == (REPO / "docs" / "public-corpus.md").read_text(), "run python scripts/score_public.py"
+    assert scores == (REPO / "data" / "public" / "scores.csv").read_text(), "run python scripts/score_public.py"
