@@ -13,9 +13,11 @@ import json
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from capacity.errors import ConfigError, UnknownModelError, closest
+from capacity.config_schema import (CONFIG_FILE_MAX_BYTES, QuantizationConfig, TextConfig, VisionConfig, read_text,
+                                     read_top)
+from capacity.errors import ConfigError, UnknownModelError, closest, flatten_validation_error, one_line
 
 AttentionKind = Literal["full", "sliding"]
 
@@ -28,6 +30,12 @@ class Moe(BaseModel):
     num_shared_experts: int = Field(default=0, ge=0)
     shared_expert_intermediate_size: int = Field(default=0, ge=0)
     num_dense_layers: int = Field(default=0, ge=0, description="leading layers with a dense MLP (DeepSeek)")
+
+    @model_validator(mode="after")
+    def _top_k_within_experts(self) -> "Moe":
+        if self.num_experts_per_token > self.num_experts:
+            raise ValueError(f"{self.num_experts_per_token} experts per token out of {self.num_experts}")
+        return self
 
 
 class Mla(BaseModel):
@@ -84,59 +92,46 @@ class ModelArch(BaseModel):
 DEFAULT_MAX_POSITIONS = {"gemma3": 131_072, "gemma3_text": 131_072}
 
 
-def _first(cfg: dict[str, Any], *keys: str, default: Any = None) -> Any:
-    for k in keys:
-        if cfg.get(k) is not None:
-            return cfg[k]
-    return default
-
-
-def _layer_kinds(cfg: dict[str, Any], num_layers: int) -> tuple[tuple[AttentionKind, ...], int | None]:
-    window = cfg.get("sliding_window")
-    types = cfg.get("layer_types")
-    if isinstance(types, list) and len(types) == num_layers:
-        kinds = tuple("sliding" if "sliding" in str(t) else "full" for t in types)
+def _layer_kinds(t: TextConfig) -> tuple[tuple[AttentionKind, ...], int | None]:
+    num_layers, window, types = t.num_hidden_layers, t.sliding_window, t.layer_types
+    if types is not None and len(types) == num_layers:
+        kinds = tuple("sliding" if "sliding" in x else "full" for x in types)
         return kinds, (window if "sliding" in kinds else None)
-    if not window or cfg.get("use_sliding_window") is False:
+    if not window or t.use_sliding_window is False:
         return ("full",) * num_layers, None
-    pattern = cfg.get("sliding_window_pattern")
-    if isinstance(pattern, int) and pattern > 1:  # Gemma 3: every pattern-th layer is global
+    pattern = t.sliding_window_pattern
+    if pattern is not None and pattern > 1:  # Gemma 3: every pattern-th layer is global
         kinds = tuple("full" if (i + 1) % pattern == 0 else "sliding" for i in range(num_layers))
         return kinds, window
-    max_window_layers = cfg.get("max_window_layers")
-    if cfg.get("use_sliding_window") and isinstance(max_window_layers, int):  # Qwen2-style
-        kinds = tuple("sliding" if i >= max_window_layers else "full" for i in range(num_layers))
+    if t.use_sliding_window and t.max_window_layers is not None:  # Qwen2-style
+        kinds = tuple("sliding" if i >= t.max_window_layers else "full" for i in range(num_layers))
         return kinds, window if "sliding" in kinds else None
-    if window >= cfg.get("max_position_embeddings", 0) > 0:
+    if window >= (t.max_position_embeddings or 0) > 0:
         return ("full",) * num_layers, None
     return ("sliding",) * num_layers, window  # Mistral 7B v0.1: every layer windowed
 
 
-def _vision_params(vision: dict[str, Any] | None, text_hidden: int) -> int:
+def _vision_params(vision: VisionConfig | None, text_hidden: int) -> int:
     """ViT encoder: per layer 4·d² (attention) + 2·d·f (MLP); plus patch embedding and a projector."""
-    if not vision:
+    if vision is None or not vision.model_fields_set:
         return 0
-    d = vision.get("hidden_size", 0)
-    f = vision.get("intermediate_size", 4 * d)
-    layers = vision.get("num_hidden_layers", 0)
-    patch = vision.get("patch_size", 14)
-    channels = vision.get("num_channels", 3)
-    image = vision.get("image_size", 224)
-    positions = (image // patch) ** 2 if patch else 0
+    d = vision.hidden_size
+    f = vision.intermediate_size if vision.intermediate_size is not None else 4 * d
+    layers, patch, channels, image = vision.num_hidden_layers, vision.patch_size, vision.num_channels, vision.image_size
+    positions = (image // patch) ** 2
     encoder = layers * (4 * d * d + 2 * d * f)
     embed = channels * patch * patch * d + positions * d
     projector = d * text_hidden
     return int(encoder + embed + projector)
 
 
-def _quantization(cfg: dict[str, Any]) -> str | None:
-    q = cfg.get("quantization_config")
-    if not isinstance(q, dict):
+def _quantization(q: QuantizationConfig | None) -> str | None:
+    if q is None:
         return None
-    method = str(q.get("quant_method", "")).lower()
+    method = (q.quant_method or "").lower()
     if method == "mxfp4":
         return "mxfp4"
-    if method == "fp8" or q.get("fmt") == "e4m3":
+    if method == "fp8" or q.fmt == "e4m3":
         return "fp8"
     if method in ("awq", "gptq"):
         return "int4"
@@ -150,84 +145,76 @@ MODEL_TYPE_DEFAULTS: dict[str, dict[str, Any]] = {
 }
 
 
-def parse_config(cfg: dict[str, Any], name: str = "custom") -> ModelArch:
-    """Turn a config.json dict into a ModelArch; raises ConfigError naming what is missing."""
-    if not isinstance(cfg, dict):
-        raise ConfigError(f"{name}: config.json must be a JSON object")
+def parse_config(cfg: Any, name: str = "custom", source: str | None = None) -> ModelArch:
+    """Turn a config.json dict into a ModelArch. Every field read is checked first (capacity.config_schema);
+    raises ConfigError on one line, naming `source` (the file; default: `name`) and the field."""
+    src = source or name
+    top = read_top(cfg, src)
     text = cfg
-    if isinstance(cfg.get("text_config"), dict):
-        text = {**{k: v for k, v in cfg.items() if k not in ("text_config", "vision_config")}, **cfg["text_config"]}
-    text = {**MODEL_TYPE_DEFAULTS.get(str(text.get("model_type")), {}), **text}
-    try:
-        num_layers = int(text["num_hidden_layers"])
-        hidden = int(text["hidden_size"])
-        num_heads = int(text["num_attention_heads"])
-        vocab = int(text["vocab_size"])
-    except KeyError as exc:
-        raise ConfigError(f"{name}: config.json lacks required field {exc.args[0]!r}") from None
-    except (TypeError, ValueError) as exc:
-        raise ConfigError(f"{name}: config.json has a non-integer size field ({exc})") from None
-    num_kv_heads = int(_first(text, "num_key_value_heads", "num_kv_heads", default=num_heads))
-    head_dim = int(_first(text, "head_dim", default=hidden // num_heads))
-    num_experts = _first(text, "n_routed_experts", "num_experts", "num_local_experts")
+    text_keys: frozenset[str] = frozenset()
+    if top.text_config is not None:
+        text_keys = frozenset(top.text_config)
+        text = {**{k: v for k, v in cfg.items() if k not in ("text_config", "vision_config")}, **top.text_config}
+    model_type = text.get("model_type")
+    text = {**MODEL_TYPE_DEFAULTS.get(model_type if isinstance(model_type, str) else "", {}), **text}
+    t = read_text(text, src, text_keys)
+    num_layers, hidden, num_heads = t.num_hidden_layers, t.hidden_size, t.num_attention_heads
+    num_kv_heads = t.num_key_value_heads if t.num_key_value_heads is not None else num_heads
+    head_dim = t.head_dim if t.head_dim is not None else hidden // num_heads
     moe = None
-    if num_experts:
-        moe_inter = _first(text, "moe_intermediate_size", "intermediate_size")
-        shared = int(_first(text, "n_shared_experts", default=0) or 0)
-        shared_inter = int(_first(text, "shared_expert_intermediate_size", default=0) or 0)
+    if t.num_experts:
+        moe_inter = t.moe_intermediate_size if t.moe_intermediate_size is not None else t.intermediate_size
+        shared = t.n_shared_experts or 0
+        shared_inter = t.shared_expert_intermediate_size or 0
         if shared and not shared_inter:
-            shared_inter = shared * int(moe_inter)
+            shared_inter = shared * moe_inter
         elif shared_inter and not shared:
             shared = 1
         moe = Moe(
-            num_experts=int(num_experts),
-            num_experts_per_token=int(_first(text, "num_experts_per_tok", "experts_per_token", "moe_topk", default=1)),
-            expert_intermediate_size=int(moe_inter),
+            num_experts=t.num_experts,
+            num_experts_per_token=t.num_experts_per_tok or 1,
+            expert_intermediate_size=moe_inter,
             num_shared_experts=shared,
             shared_expert_intermediate_size=shared_inter,
-            num_dense_layers=int(_first(text, "first_k_dense_replace", default=0) or 0),
+            num_dense_layers=t.first_k_dense_replace or 0,
         )
     mla = None
-    if text.get("kv_lora_rank"):
-        mla = Mla(
-            kv_lora_rank=int(text["kv_lora_rank"]),
-            q_lora_rank=text.get("q_lora_rank"),
-            qk_nope_head_dim=int(text["qk_nope_head_dim"]),
-            qk_rope_head_dim=int(text["qk_rope_head_dim"]),
-            v_head_dim=int(text["v_head_dim"]),
-        )
-        head_dim = int(text["qk_nope_head_dim"]) + int(text["qk_rope_head_dim"])
-    kinds, window = _layer_kinds(text, num_layers)
-    act = str(_first(text, "hidden_act", "hidden_activation", default="silu"))
-    dense_inter = int(_first(text, "intermediate_size", default=0) or 0)
-    if moe is not None and moe.num_dense_layers == 0 and "moe_intermediate_size" not in text:
+    if t.kv_lora_rank:
+        mla = Mla(kv_lora_rank=t.kv_lora_rank, q_lora_rank=t.q_lora_rank, qk_nope_head_dim=t.qk_nope_head_dim,
+                  qk_rope_head_dim=t.qk_rope_head_dim, v_head_dim=t.v_head_dim)
+        head_dim = t.qk_nope_head_dim + t.qk_rope_head_dim
+    kinds, window = _layer_kinds(t)
+    act = t.hidden_act or "silu"
+    dense_inter = t.intermediate_size or 0
+    if moe is not None and moe.num_dense_layers == 0 and t.moe_intermediate_size is None:
         dense_inter = 0  # gpt-oss: intermediate_size is the expert width, every layer is MoE
-    architectures = cfg.get("architectures") or [str(cfg.get("model_type", "unknown"))]
+    architectures = top.architectures or [top.model_type or "unknown"]
+    tie = top.tie_word_embeddings if top.tie_word_embeddings is not None else bool(t.tie_word_embeddings)
+    dtype = top.torch_dtype or t.torch_dtype or "bfloat16"
     try:
         return ModelArch(
             name=name,
-            architecture=str(architectures[0]),
+            architecture=architectures[0],
             num_layers=num_layers,
             hidden_size=hidden,
             num_heads=num_heads,
             num_kv_heads=num_kv_heads,
             head_dim=head_dim,
-            vocab_size=vocab,
+            vocab_size=t.vocab_size,
             intermediate_size=dense_inter,
             gated_mlp=act in ("silu", "swiglu", "gelu_pytorch_tanh", "geglu") or "gelu" in act,
-            tie_word_embeddings=bool(_first(cfg, "tie_word_embeddings", default=text.get("tie_word_embeddings", False))),
+            tie_word_embeddings=tie,
             layer_kinds=kinds,
             sliding_window=window,
-            max_position_embeddings=int(_first(text, "max_position_embeddings", default=0)
-                                        or DEFAULT_MAX_POSITIONS.get(str(cfg.get("model_type")), 0)),
+            max_position_embeddings=t.max_position_embeddings or DEFAULT_MAX_POSITIONS.get(top.model_type or "", 0),
             moe=moe,
             mla=mla,
-            vision_params=_vision_params(cfg.get("vision_config"), hidden),
-            native_quantization=_quantization(cfg),
-            torch_dtype=str(_first(cfg, "torch_dtype", "dtype", default=text.get("torch_dtype", "bfloat16"))),
+            vision_params=_vision_params(top.vision_config, hidden),
+            native_quantization=_quantization(top.quantization_config),
+            torch_dtype=dtype,
         )
-    except ValueError as exc:
-        raise ConfigError(f"{name}: unsupported config.json: {exc}") from None
+    except ValidationError as exc:
+        raise ConfigError(f"{src}: unsupported config.json: {flatten_validation_error(exc)}") from None
 
 
 def _catalog_files() -> dict[str, Any]:
@@ -239,25 +226,42 @@ def catalog_ids() -> list[str]:
     return sorted(_catalog_files())
 
 
-@functools.cache
-def load_config_dict(id_or_path: str) -> dict[str, Any]:
+def _config_file(id_or_path: str) -> tuple[str, Any]:
+    """(name for messages, file) of a catalog id or a config.json path / model folder."""
     files = _catalog_files()
     lowered = {k.lower(): k for k in files}
     if id_or_path.lower() in lowered:
-        text = files[lowered[id_or_path.lower()]].read_text()
+        key = lowered[id_or_path.lower()]
+        return key, files[key]
+    try:
+        path = Path(id_or_path)
+        if path.is_dir():
+            path = path / "config.json"
+        if path.is_file():
+            return str(path), path
+    except (OSError, ValueError):  # a name too long for the file system, a NUL byte
+        pass
+    raise UnknownModelError(one_line(f"unknown model {id_or_path[:200]!r}{closest(id_or_path[:200], list(files))}; "
+                                     "give a catalog id or a config.json path"))
+
+
+@functools.cache
+def load_config_dict(id_or_path: str) -> dict[str, Any]:
+    source, entry = _config_file(id_or_path)
+    try:
+        if isinstance(entry, Path) and entry.stat().st_size > CONFIG_FILE_MAX_BYTES:
+            raise ConfigError(f"{source}: larger than {CONFIG_FILE_MAX_BYTES // 2**20} MiB; no config.json is that big")
+        text = entry.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(one_line(f"cannot read {source}: {exc}")) from None
+    try:
         return json.loads(text)
-    path = Path(id_or_path)
-    if path.is_dir():
-        path = path / "config.json"
-    if path.is_file():
-        try:
-            data = json.loads(path.read_text())
-        except (OSError, UnicodeDecodeError) as exc:
-            raise ConfigError(f"cannot read {path}: {exc}") from None
-        except json.JSONDecodeError as exc:
-            raise ConfigError(f"{path} is not valid JSON: {exc.msg} at line {exc.lineno}") from None
-        return data
-    raise UnknownModelError(f"unknown model '{id_or_path}'{closest(id_or_path, list(files))}; give a catalog id or a config.json path")
+    except json.JSONDecodeError as exc:
+        raise ConfigError(one_line(f"{source} is not valid JSON: {exc.msg} at line {exc.lineno}")) from None
+    except RecursionError:
+        raise ConfigError(f"{source}: is not a config.json: JSON nested too deeply") from None
+    except ValueError as exc:  # an integer of more than 4,300 digits
+        raise ConfigError(one_line(f"{source}: is not a config.json: {exc}")) from None
 
 
 @functools.cache
@@ -265,4 +269,4 @@ def load_model(id_or_path: str) -> ModelArch:
     """A catalog id (``meta-llama/Llama-3.1-8B``) or a path to a config.json / model folder."""
     data = load_config_dict(id_or_path)
     name = id_or_path if not id_or_path.endswith(".json") else Path(id_or_path).parent.name or id_or_path
-    return parse_config(data, name=name)
+    return parse_config(data, name=name, source=_config_file(id_or_path)[0])

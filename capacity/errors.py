@@ -5,14 +5,18 @@ CapacityError
  ├── UnknownModelError      an id that is not in the model catalog and not a readable path
  ├── ConfigError            a config.json or spec file that is malformed or unsupported
  ├── WorkloadError          lengths, loads or prices that are negative, zero or absurd
+ ├── InputError             a command-line flag with a bad value (named in the message)
+ ├── ResultError            a result that came out non-finite or negative (refused, never printed)
  └── DoesNotFitError        weights and minimum KV cache do not fit in the GPUs' memory
 
-The CLI prints ``Type: message`` and exits with code 2; nothing shows a traceback.
+The CLI prints ``Type: message`` on one line and exits with code 2; nothing shows a traceback.
 """
 
 from __future__ import annotations
 
 import difflib
+import math
+from typing import Any
 
 
 class CapacityError(Exception):
@@ -35,6 +39,14 @@ class WorkloadError(CapacityError):
     pass
 
 
+class InputError(CapacityError):
+    pass
+
+
+class ResultError(CapacityError):
+    pass
+
+
 class DoesNotFitError(CapacityError):
     pass
 
@@ -48,3 +60,49 @@ def closest(name: str, choices: list[str], n: int = 3) -> str:
     else:
         hits = [lowered[h] for h in hits]
     return f" (did you mean: {', '.join(hits)}?)" if hits else ""
+
+
+def one_line(text: str, limit: int = 600) -> str:
+    """Newlines and runs of blanks collapsed to one space, cut to `limit` characters."""
+    flat = " ".join(str(text).split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def show_value(v: Any) -> str:
+    """A short description of an offending value for an error message (never its whole repr)."""
+    if v is None:
+        return "null"
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, int):
+        digits = len(str(abs(v))) if abs(v) < 10**1000 else 1001
+        return f"a {digits:,}-digit number" if digits > 20 else str(v)
+    if isinstance(v, float):
+        if math.isnan(v):
+            return "NaN"
+        if math.isinf(v):
+            return "Infinity" if v > 0 else "-Infinity"
+        return repr(v)
+    if isinstance(v, str):
+        return repr(v) if len(v) <= 40 else repr(v[:40]) + "…"
+    if isinstance(v, (list, tuple)):
+        return f"a list of {len(v):,} item{'' if len(v) == 1 else 's'}"
+    if isinstance(v, dict):
+        return "an object"
+    return f"a {type(v).__name__}"
+
+
+def flatten_validation_error(exc: Any, rename: dict[str, str] | None = None) -> str:
+    """A pydantic ValidationError as one line: the first error's field path, what was wrong and the value
+    given. `rename` maps field names to what the user wrote (a flag, a file key)."""
+    err = exc.errors(include_url=False)[0]
+    loc = [str(x) for x in err.get("loc", ())]
+    if loc and rename and loc[0] in rename:
+        loc[0] = rename[loc[0]]
+    where = ".".join(loc) or "value"
+    msg = err.get("msg", "invalid value")
+    if err.get("type") == "missing":
+        return f"{where}: lacks required field"
+    got = "" if "got " in msg or "input" not in err else f", got {show_value(err['input'])}"
+    extra = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
+    return one_line(f"{where}: {msg}{got}{extra}")

@@ -10,11 +10,11 @@ import functools
 import importlib.resources
 import sys
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from capacity.errors import ConfigError, UnknownGpuError, closest
+from capacity.errors import ConfigError, UnknownGpuError, closest, flatten_validation_error, one_line
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -34,34 +34,50 @@ SOURCED_FIELDS = (
 )
 
 
+# Physical ranges a spec's numbers must fall in: far beyond any GPU made (B300: 288 GB, 8 TB/s, 10 PFLOP/s
+# dense FP4), yet small enough that every time, throughput and cost computed from them stays finite.
+MEMORY_BYTES = (1e6, 1e15)  # 1 MB … 1 PB
+BANDWIDTH_BYTES_PER_S = (1e6, 1e15)  # 1 MB/s … 1 PB/s
+FLOPS_PER_S = (1e6, 1e18)  # 1 MFLOP/s … 1 EFLOP/s
+LINK_BYTES_PER_S = (1e3, 1e15)
+TDP_WATTS = (1.0, 1e6)
+PRICE_USD_PER_GPU_HOUR = (1e-6, 1e4)
+SPEC_FILE_MAX_BYTES = 2**20
+
+
+def _within(lo_hi: tuple[float, float], **kw) -> Any:
+    lo, hi = lo_hi
+    return Field(ge=lo, le=hi, strict=True, **kw)
+
+
 class DenseFlops(BaseModel):
     """Dense (no 2:4 sparsity) tensor-core peaks in FLOP/s; a missing precision is unsupported."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
-    bf16: float = Field(gt=0)
-    fp8: float | None = Field(default=None, gt=0)
-    fp4: float | None = Field(default=None, gt=0)
-    int8: float | None = Field(default=None, gt=0)
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
+    bf16: float = _within(FLOPS_PER_S)
+    fp8: float | None = _within(FLOPS_PER_S, default=None)
+    fp4: float | None = _within(FLOPS_PER_S, default=None)
+    int8: float | None = _within(FLOPS_PER_S, default=None)
 
 
 class Gpu(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
-    id: str
-    name: str
-    vendor: str
-    release_year: int
-    memory_label: str = Field(description="vendor label, e.g. '141 GB HBM3e'")
-    memory_bytes: float = Field(gt=0, description="vendor label capacity in bytes")
-    usable_memory_bytes: float = Field(gt=0, description="what the driver reports (nvidia-smi total)")
-    memory_bandwidth_bytes_per_s: float = Field(gt=0)
+    id: str = Field(min_length=1, max_length=200)
+    name: str = Field(max_length=200)
+    vendor: str = Field(max_length=200)
+    release_year: int = Field(ge=1990, le=2200, strict=True)
+    memory_label: str = Field(max_length=200, description="vendor label, e.g. '141 GB HBM3e'")
+    memory_bytes: float = _within(MEMORY_BYTES, description="vendor label capacity in bytes")
+    usable_memory_bytes: float = _within(MEMORY_BYTES, description="what the driver reports (nvidia-smi total)")
+    memory_bandwidth_bytes_per_s: float = _within(BANDWIDTH_BYTES_PER_S)
     dense_flops_per_s: DenseFlops
     fp4_formats: tuple[str, ...] = Field(default=(), description="'nvfp4', 'mxfp4' where FP4 tensor cores exist")
     interconnect_name: str
-    interconnect_bytes_per_s_per_direction: float = Field(gt=0, description="scale-up bandwidth per GPU per direction")
-    scale_up_domain_size: int = Field(ge=1)
-    tdp_watts: float = Field(gt=0)
-    price_usd_per_gpu_hour: float | None = Field(default=None, gt=0)
+    interconnect_bytes_per_s_per_direction: float = _within(LINK_BYTES_PER_S, description="scale-up bandwidth per GPU per direction")
+    scale_up_domain_size: int = Field(ge=1, le=100_000, strict=True)
+    tdp_watts: float = _within(TDP_WATTS)
+    price_usd_per_gpu_hour: float | None = _within(PRICE_USD_PER_GPU_HOUR, default=None)
     price_date: str | None = None
     price_provider: str | None = None
     confidence: Literal["H", "M", "L"] = "M"
@@ -92,19 +108,22 @@ class Gpu(BaseModel):
 
 
 def parse_gpu_file(path: Path | str) -> Gpu:
+    """One GPU spec TOML file; any fault raises ConfigError on one line naming the file and the field."""
     path = Path(path)
     try:
-        data = tomllib.loads(path.read_text())
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"cannot read GPU spec {path}: {exc}") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"GPU spec {path} is not valid TOML: {exc}") from None
+        if path.stat().st_size > SPEC_FILE_MAX_BYTES:
+            raise ConfigError(f"GPU spec {path}: larger than 1 MiB; no GPU spec is that big")
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as exc:  # ValueError: not a path (a NUL byte)
+        if isinstance(exc, tomllib.TOMLDecodeError):
+            raise ConfigError(one_line(f"GPU spec {path} is not valid TOML: {exc}")) from None
+        raise ConfigError(one_line(f"cannot read GPU spec {path}: {exc}")) from None
+    except RecursionError:
+        raise ConfigError(f"GPU spec {path} is not a GPU spec: TOML nested too deeply") from None
     try:
         return Gpu.model_validate(data)
     except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(x) for x in first["loc"]) or "file"
-        raise ConfigError(f"GPU spec {path}: {where}: {first['msg']}") from None
+        raise ConfigError(f"GPU spec {path}: {flatten_validation_error(exc)}") from None
 
 
 @functools.cache
@@ -126,6 +145,10 @@ def load_gpu(id_or_path: str) -> Gpu:
     lowered = {k.lower(): v for k, v in catalog.items()}
     if id_or_path.lower() in lowered:
         return lowered[id_or_path.lower()]
-    if id_or_path.endswith(".toml") or Path(id_or_path).is_file():
+    try:
+        is_file = Path(id_or_path).is_file()
+    except (OSError, ValueError):  # a name too long for the file system, a NUL byte
+        is_file = False
+    if id_or_path.endswith(".toml") or is_file:
         return parse_gpu_file(id_or_path)
-    raise UnknownGpuError(f"unknown GPU '{id_or_path}'{closest(id_or_path, list(catalog))}")
+    raise UnknownGpuError(one_line(f"unknown GPU {id_or_path[:200]!r}{closest(id_or_path[:200], list(catalog))}"))
