@@ -1,5 +1,8 @@
 """Engine-faithful memory accounting: what is left for the KV cache, in tokens and sequences.
 
+The KV memory itself follows each engine's rule (`EngineProfile.kv_cache_bytes`, capacity/engines/); the rest
+of this module is vLLM's block accounting, used for every engine.
+
 vLLM: KV memory = usable × gpu_memory_utilization − weights − activation peak of the profile run
 (a forward of max_num_batched_tokens tokens, and the sampler warm-up over max_num_seqs logits)
 − non-torch memory − CUDA graphs. Blocks = KV memory ÷ (block bytes × layers per pool); hybrid
@@ -20,7 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from capacity.architecture import ModelArch
-from capacity.engine import EngineProfile
+from capacity.engines.base import EngineProfile
 from capacity.kv import kv_bytes_per_token_per_layer
 
 
@@ -86,10 +89,10 @@ def reported_tokens(m: ModelArch, num_blocks: int, groups: int, layers_per_group
 
 def plan_memory(m: ModelArch, usable_bytes: float, weight_bytes: float, kv_bytes: float,
                 profile: EngineProfile, tp: int = 1, max_model_len: int | None = None) -> MemoryPlan:
-    budget = usable_bytes * profile.gpu_memory_utilization
+    budget = profile.budget_bytes(usable_bytes)
     act = activation_peak_bytes(m, profile, tp)
     graphs = profile.cuda_graph_bytes + (profile.moe_cuda_graph_bytes if m.moe is not None else 0.0)
-    kv_mem = budget - weight_bytes - act - profile.non_torch_bytes - graphs
+    kv_mem = profile.kv_cache_bytes(usable_bytes, weight_bytes, act, graphs)  # the engine's memory rule
     per_token_layer = kv_bytes_per_token_per_layer(m, kv_bytes, tp)
     groups, layers_per_group = kv_groups(m)
     page = per_token_layer * profile.block_size_tokens

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from capacity.architecture import ModelArch
-from capacity.engine import EngineProfile
+from capacity.engines.base import EngineProfile
 from capacity.errors import DoesNotFitError, WorkloadError
 from capacity.hardware import Gpu
 from capacity.kv import kv_bytes_per_token

@@ -198,22 +198,28 @@ def test_sglang_with_vllm_kernels_carries_to_held_out_shapes():
     assert report["held_out"]["mape_itl_s"] < 0.12 and report["held_out"]["mape_requests_per_s"] < 0.10
 
 
-def test_engine_flags_under_either_engines_names():
+def test_engine_flags_read_through_each_engines_table():
     from validate.compare import scenario_from_argv
 
     vllm = scenario_from_argv(["vllm", "serve", "m", "--tensor-parallel-size", "2", "--enable-expert-parallel",
                                "--gpu-memory-utilization", "0.85", "--max-num-batched-tokens=4096"])
-    sglang = scenario_from_argv(["python", "-m", "sglang.launch_server", "--tp-size", "2", "--ep-size", "2",
-                                 "--mem-fraction-static", "0.85", "--chunked-prefill-size", "4096",
-                                 "--max-running-requests", "256", "--context-length", "8192"])
+    sglang_argv = ["python", "-m", "sglang.launch_server", "--tp-size", "2", "--ep-size", "2",
+                   "--mem-fraction-static", "0.85", "--chunked-prefill-size", "4096",
+                   "--max-running-requests", "256", "--context-length", "8192"]
+    sglang = scenario_from_argv(sglang_argv, "sglang")
     assert vllm == {"tp": 2, "num_gpus": 2, "expert_parallel": True, "gpu_memory_utilization": 0.85,
                     "max_num_batched_tokens": 4096}
     assert sglang == {**vllm, "max_num_seqs": 256, "max_model_len": 8192}
+    assert scenario_from_argv(sglang_argv, "vllm") == {}  # SGLang's names mean nothing to vLLM
     graphs = scenario_from_argv(["vllm", "serve", "m", "--max-cudagraph-capture-size", "1024"])
     assert graphs == {"max_cudagraph_tokens": 1024}
     assert scenario_from_argv(["vllm", "serve", "m", "--enforce-eager"]) == {"max_cudagraph_tokens": 0}
-    assert scenario_from_argv(["python", "-m", "sglang.launch_server", "--cuda-graph-max-bs", "160"]) == {
+    assert scenario_from_argv(["python", "-m", "sglang.launch_server", "--cuda-graph-max-bs", "160"], "sglang") == {
         "max_cudagraph_tokens": 160}
+    trt = scenario_from_argv(["trtllm-serve", "m", "--tp_size", "2", "--max_batch_size", "64",
+                              "--kv_cache_free_gpu_memory_fraction", "0.8"], "trtllm")
+    assert trt == {"tp": 2, "num_gpus": 2, "max_num_seqs": 64, "gpu_memory_utilization": 0.8}
+    assert scenario_from_argv(["x", "--max-num-seqs", "8"], "tgi") == {}  # an engine the model does not know
 
 
 def _points(run: str) -> dict[str, dict]:

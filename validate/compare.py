@@ -18,7 +18,8 @@ import pandas as pd
 from capacity import Scenario
 from capacity.estimate import estimate_with_calibration
 from capacity.calibration import Calibration
-from capacity.engine import PROFILES
+import capacity.engines as capacity_engines
+from capacity.engines import argv_value  # noqa: F401  (kept importable from here)
 from capacity.errors import CapacityError
 from validate.errors import ValidateError
 from validate.results import PointResult, ResultsDir
@@ -39,43 +40,13 @@ class MeasuredRun:
     facts: dict
 
 
-def argv_value(argv: list[str], *flags: str) -> str | None:
-    """The value of the first of `flags` in a command line ('--flag value' or '--flag=value')."""
-    for i, a in enumerate(argv):
-        for flag in flags:
-            if a == flag and i + 1 < len(argv):
-                return argv[i + 1]
-            if a.startswith(flag + "="):
-                return a.split("=", 1)[1]
-    return None
-
-
-# (vLLM flag, SGLang flag) -> scenario field: the same limit under each engine's name
-LIMIT_FLAGS = ((("--gpu-memory-utilization", "--mem-fraction-static"), "gpu_memory_utilization", float),
-               (("--max-num-seqs", "--max-running-requests"), "max_num_seqs", int),
-               (("--max-num-batched-tokens", "--chunked-prefill-size"), "max_num_batched_tokens", int),
-               (("--max-model-len", "--context-length"), "max_model_len", int),
-               (("--max-cudagraph-capture-size", "--cuda-graph-max-bs"), "max_cudagraph_tokens", int))
-
-
-def scenario_from_argv(argv: list[str]) -> dict:
-    """Engine flags that change the prediction (vLLM's or SGLang's names): precision, KV dtype, TP, memory and
-    scheduler limits, CUDA-graph size."""
-    s: dict = {}
-    if q := argv_value(argv, "--quantization"):
-        s["precision"] = "fp8" if q.startswith("fp8") else q
-    if kv := argv_value(argv, "--kv-cache-dtype"):
-        s["kv_precision"] = "fp8" if kv.startswith("fp8") else "bf16"
-    if tp := argv_value(argv, "--tensor-parallel-size", "-tp", "--tp-size", "--tp"):
-        s["tp"] = s["num_gpus"] = int(tp)
-    if "--enable-expert-parallel" in argv or int(argv_value(argv, "--ep-size", "--expert-parallel-size") or 1) > 1:
-        s["expert_parallel"] = True
-    if "--enforce-eager" in argv or "--disable-cuda-graph" in argv:
-        s["max_cudagraph_tokens"] = 0
-    for flags, key, kind in LIMIT_FLAGS:
-        if (v := argv_value(argv, *flags)) is not None:
-            s[key] = kind(v)
-    return s
+def scenario_from_argv(argv: list[str], engine: str = "vllm") -> dict:
+    """Engine flags that change the prediction, read through the engine's own flag table (capacity/engines/):
+    precision, KV dtype, TP/EP, memory and scheduler limits, CUDA-graph size. An engine the model does not know
+    gives none."""
+    if engine not in capacity_engines.names():
+        return {}
+    return capacity_engines.get(engine).flags.scenario(argv)
 
 
 def load_run(path: str | Path) -> MeasuredRun:
@@ -88,10 +59,10 @@ def load_run(path: str | Path) -> MeasuredRun:
         side = Path(path).parent / "scenario.json"
     extra = json.loads(side.read_text()) if side.exists() else {}
     argv = extra.get("engine_argv") or (meta.engine_argv if meta else [])
+    engine = extra.get("engine") or (meta.engine if meta and meta.engine in capacity_engines.names() else "vllm")
     scenario = {"model": extra.get("model") or (meta.model_id if meta else None),
                 "gpu": extra.get("gpu") or (meta.gpu_id if meta else None),
-                "engine": extra.get("engine") or (meta.engine if meta and meta.engine in PROFILES else "vllm"),
-                **scenario_from_argv(argv)}
+                "engine": engine, **scenario_from_argv(argv, engine)}
     for key in ("precision", "kv_precision"):
         if key in extra:
             scenario[key] = extra[key]

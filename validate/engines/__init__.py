@@ -1,37 +1,45 @@
-"""Engine adapters: each builds a server command from one EngineConfig and parses its startup facts.
+"""Engine adapters (the process half): each builds a server command from one EngineConfig and parses its startup
+facts. The model half of each engine, with the flag table both halves read, is capacity/engines/<name>.py.
 
-All of them share one launcher (``launcher.EngineProcess``).
+An adapter is the module of this package named like its engine, with ``build_command(config, workdir)`` and
+``parse_facts(log_text)`` (and ``DIALECT`` where requests are worded differently). All of them share one
+launcher (``launcher.EngineProcess``).
 """
 
 from __future__ import annotations
 
+import importlib
+import importlib.util
 import os
 import subprocess
 from pathlib import Path
+from types import ModuleType
 
-from validate.engines import sglang, transformers, trtllm, vllm
+import capacity.engines as capacity_engines
 from validate.engines.config import EngineCommand, EngineConfig, EngineFacts
 from validate.errors import UsageError
 
-ENGINES = ("vllm", "sglang", "trtllm", "transformers")
+
+def engine_names() -> tuple[str, ...]:
+    """The engines `validate` can launch: those of capacity.engines that have an adapter here."""
+    return tuple(n for n in capacity_engines.names() if importlib.util.find_spec(f"{__name__}.{n}") is not None)
+
+
+ENGINES = engine_names()
+
+
+def adapter(engine: str) -> ModuleType:
+    if engine not in engine_names():
+        raise UsageError(f"unknown engine {engine!r}; choose one of {', '.join(engine_names())}")
+    return importlib.import_module(f"{__name__}.{engine}")
 
 
 def build_command(engine: str, config: EngineConfig, workdir: Path) -> EngineCommand:
-    if engine == "vllm":
-        return vllm.build_command(config)
-    if engine == "sglang":
-        return sglang.build_command(config)
-    if engine == "trtllm":
-        return trtllm.build_command(config, workdir)
-    if engine == "transformers":
-        return transformers.build_command(config)
-    raise UsageError(f"unknown engine {engine!r}; choose one of {', '.join(ENGINES)}")
+    return adapter(engine).build_command(config, workdir)
 
 
 def parse_facts(engine: str, log_text: str) -> EngineFacts:
-    parsers = {"vllm": vllm.parse_facts, "sglang": sglang.parse_facts, "trtllm": trtllm.parse_facts,
-               "transformers": transformers.parse_facts}
-    return parsers[engine](log_text)
+    return adapter(engine).parse_facts(log_text)
 
 
 def installed_version(command: EngineCommand) -> str | None:
@@ -48,8 +56,8 @@ def installed_version(command: EngineCommand) -> str | None:
 
 def dialect(engine: str) -> str:
     """How the client words a request for this engine: 'openai' (token-id prompts) or 'transformers'."""
-    return transformers.DIALECT if engine == "transformers" else "openai"
+    return getattr(adapter(engine), "DIALECT", "openai")
 
 
-__all__ = ["ENGINES", "EngineCommand", "EngineConfig", "EngineFacts", "build_command", "dialect", "installed_version",
-           "parse_facts"]
+__all__ = ["ENGINES", "EngineCommand", "EngineConfig", "EngineFacts", "adapter", "build_command", "dialect",
+           "engine_names", "installed_version", "parse_facts"]

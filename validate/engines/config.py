@@ -7,6 +7,9 @@ import sys
 
 from pydantic import BaseModel, ConfigDict, Field
 
+import capacity.engines as capacity_engines
+from validate.errors import EngineConfigError
+
 HOST = "127.0.0.1"
 
 
@@ -34,9 +37,28 @@ class EngineConfig(BaseModel):
         return f"http://{HOST}:{self.port}"
 
 
-def flag_args(options: dict[str, object]) -> list[str]:
-    """['--flag', 'value', ...] for the options that are set."""
-    return [item for flag, value in options.items() if value is not None for item in (flag, str(value))]
+# EngineConfig field -> the `validate run` option that sets it (for messages)
+RUN_OPTIONS = {"dtype": "--dtype", "quantization": "--quantization", "kv_cache_dtype": "--kv-cache-dtype",
+               "tensor_parallel_size": "--tp", "max_model_len": "--max-model-len",
+               "gpu_memory_utilization": "--gpu-memory-utilization", "max_num_seqs": "--max-num-seqs"}
+
+
+def engine_options(config: EngineConfig, fields: tuple[str, ...] = tuple(RUN_OPTIONS)) -> dict[str, object]:
+    """The engine options of `config` that are set, by flag-table option name (TP 1 is left to the engine)."""
+    values = {f: getattr(config, f) for f in fields}
+    if values.get("tensor_parallel_size") == 1:
+        values["tensor_parallel_size"] = None
+    return {k: v for k, v in values.items() if v is not None}
+
+
+def engine_flags(engine: str, config: EngineConfig, fields: tuple[str, ...] = tuple(RUN_OPTIONS)) -> list[str]:
+    """The command-line flags of `config`'s engine options, from the engine's flag table (capacity/engines/);
+    an option the engine has no flag for raises EngineConfigError."""
+    table = capacity_engines.get(engine).flags
+    options = engine_options(config, fields)
+    if missing := [RUN_OPTIONS.get(k, k) for k in options if k not in table.options]:
+        raise EngineConfigError(f"{capacity_engines.get(engine).title} has no equivalent of {', '.join(missing)}")
+    return table.argv(options)
 
 
 def engine_python(config: EngineConfig, env_var: str) -> str:

@@ -4,28 +4,22 @@ from __future__ import annotations
 
 import re
 
-from validate.engines.config import (HOST, EngineCommand, EngineConfig, EngineFacts, engine_python, flag_args,
+from pathlib import Path
+
+from validate.engines.config import (HOST, EngineCommand, EngineConfig, EngineFacts, engine_flags, engine_python,
                                      package_version_argv)
 from validate.engines.logparse import search
 
+NAME = "sglang"  # its model half and flag table: capacity/engines/sglang.py
 PYTHON_ENV = "LLMCAP_SGLANG_PYTHON"
 
 
-def build_command(config: EngineConfig) -> EngineCommand:
+def build_command(config: EngineConfig, workdir: Path | None = None) -> EngineCommand:
     python = engine_python(config, PYTHON_ENV)
     argv = [python, "-m", "sglang.launch_server", "--model-path", config.model_dir,
             "--served-model-name", config.served_model_name, "--load-format", config.load_format,
             "--host", HOST, "--port", str(config.port)]
-    options = {
-        "--dtype": config.dtype,
-        "--quantization": config.quantization,
-        "--kv-cache-dtype": config.kv_cache_dtype,
-        "--tp-size": config.tensor_parallel_size if config.tensor_parallel_size > 1 else None,
-        "--context-length": config.max_model_len,
-        "--mem-fraction-static": config.gpu_memory_utilization,
-        "--max-running-requests": config.max_num_seqs,
-    }
-    argv += flag_args(options)
+    argv += engine_flags(NAME, config)
     return EngineCommand(argv=argv + config.extra_args, version_argv=package_version_argv(python, 'sglang'),
                          served_model_name=config.served_model_name,
                          env={"HF_HUB_OFFLINE": "1"},

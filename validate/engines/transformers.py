@@ -9,29 +9,23 @@ from __future__ import annotations
 
 import re
 
-from validate.engines.config import (HOST, EngineCommand, EngineConfig, EngineFacts, engine_python,
+from pathlib import Path
+
+from validate.engines.config import (HOST, EngineCommand, EngineConfig, EngineFacts, engine_flags, engine_python,
                                      package_version_argv)
 from validate.engines.logparse import search
-from validate.errors import EngineConfigError
 
+NAME = "transformers"  # its model half and flag table: capacity/engines/transformers.py
 PYTHON_ENV = "LLMCAP_TRANSFORMERS_PYTHON"
 DIALECT = "transformers"
 
 
-def build_command(config: EngineConfig) -> EngineCommand:
-    unsupported = {"--kv-cache-dtype": config.kv_cache_dtype, "--tp": config.tensor_parallel_size > 1 or None,
-                   "--max-model-len": config.max_model_len, "--max-num-seqs": config.max_num_seqs,
-                   "--gpu-memory-utilization": config.gpu_memory_utilization}
-    if bad := [flag for flag, value in unsupported.items() if value]:
-        raise EngineConfigError(f"transformers serve has no equivalent of {', '.join(bad)}")
+def build_command(config: EngineConfig, workdir: Path | None = None) -> EngineCommand:
+    flags = engine_flags(NAME, config)  # refuses what transformers serve cannot express (TP, KV dtype, limits)
     # `python -m transformers.cli.transformers` is the `transformers` console script.
     python = engine_python(config, PYTHON_ENV)
     argv = [python, "-m", "transformers.cli.transformers", "serve", config.model_dir,
-            "--host", HOST, "--port", str(config.port), "--log-level", "info"]
-    if config.dtype:
-        argv += ["--dtype", config.dtype]
-    if config.quantization:
-        argv += ["--quantization", config.quantization]
+            "--host", HOST, "--port", str(config.port), "--log-level", "info"] + flags
     env = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
     # With a pinned model, requests must name exactly that model (or none).
     # /v1/models scans the Hugging Face cache and fails where there is none: readiness is /health only.

@@ -10,11 +10,14 @@ import json
 import re
 from pathlib import Path
 
-from validate.engines.config import HOST, EngineCommand, EngineConfig, EngineFacts, flag_args
+from validate.engines.config import HOST, EngineCommand, EngineConfig, EngineFacts, engine_flags
 from validate.engines.logparse import GiB, search
 from validate.errors import EngineConfigError
 
+NAME = "trtllm"  # its model half and flag table: capacity/engines/trtllm.py
 EXECUTABLE = "trtllm-serve"
+# options on the command line (the flag table); dtype, KV dtype and load format go to the options file
+ARGV_OPTIONS = ("tensor_parallel_size", "max_model_len", "max_num_seqs", "gpu_memory_utilization")
 
 
 def extra_options(config: EngineConfig) -> dict[str, object]:
@@ -28,7 +31,7 @@ def extra_options(config: EngineConfig) -> dict[str, object]:
     return options
 
 
-def build_command(config: EngineConfig, workdir: Path) -> EngineCommand:
+def build_command(config: EngineConfig, workdir: Path | None = None) -> EngineCommand:
     if config.quantization:
         raise EngineConfigError(
             "trtllm-serve reads quantization from the checkpoint (quant_config); pass a pre-quantized "
@@ -37,16 +40,10 @@ def build_command(config: EngineConfig, workdir: Path) -> EngineCommand:
     executable = config.engine_python or EXECUTABLE
     argv = [executable, config.model_dir, "--backend", "pytorch", "--host", HOST, "--port", str(config.port),
             "--served_model_name", config.served_model_name]
-    options = {
-        "--tp_size": config.tensor_parallel_size if config.tensor_parallel_size > 1 else None,
-        "--max_seq_len": config.max_model_len,
-        "--max_batch_size": config.max_num_seqs,
-        "--kv_cache_free_gpu_memory_fraction": config.gpu_memory_utilization,
-    }
-    argv += flag_args(options)
+    argv += engine_flags(NAME, config, ARGV_OPTIONS)
     files: dict[str, str] = {}
     if extra := extra_options(config):
-        path = str(workdir / "trtllm-extra-options.yaml")
+        path = str(Path(workdir or ".") / "trtllm-extra-options.yaml")
         files[path] = json.dumps(extra, indent=1) + "\n"  # JSON is valid YAML
         argv += ["--extra_llm_api_options", path]
     return EngineCommand(argv=argv + config.extra_args, served_model_name=config.served_model_name, files=files,

@@ -1,31 +1,29 @@
-"""vLLM: ``PY -m vllm.entrypoints.cli.main serve DIR --load-format dummy ...`` and its startup facts."""
+"""vLLM: ``PY -m vllm.entrypoints.cli.main serve DIR --load-format dummy ...`` and its startup facts.
+
+The engine flags come from its flag table (capacity/engines/vllm.py); this module adds what starting the process
+needs (interpreter, model folder, host, port, load format, environment).
+"""
 
 from __future__ import annotations
 
 import re
 
-from validate.engines.config import (HOST, EngineCommand, EngineConfig, EngineFacts, engine_python, flag_args,
+from pathlib import Path
+
+from validate.engines.config import (HOST, EngineCommand, EngineConfig, EngineFacts, engine_flags, engine_python,
                                      package_version_argv)
 from validate.engines.logparse import GiB, number, search
 
+NAME = "vllm"  # its model half and flag table: capacity/engines/vllm.py
 PYTHON_ENV = "LLMCAP_VLLM_PYTHON"
 
 
-def build_command(config: EngineConfig) -> EngineCommand:
+def build_command(config: EngineConfig, workdir: Path | None = None) -> EngineCommand:
     python = engine_python(config, PYTHON_ENV)
     argv = [python, "-m", "vllm.entrypoints.cli.main", "serve", config.model_dir,
             "--served-model-name", config.served_model_name, "--load-format", config.load_format,
             "--host", HOST, "--port", str(config.port)]
-    options = {
-        "--dtype": config.dtype,
-        "--quantization": config.quantization,
-        "--kv-cache-dtype": config.kv_cache_dtype,
-        "--tensor-parallel-size": config.tensor_parallel_size if config.tensor_parallel_size > 1 else None,
-        "--max-model-len": config.max_model_len,
-        "--gpu-memory-utilization": config.gpu_memory_utilization,
-        "--max-num-seqs": config.max_num_seqs,
-    }
-    argv += flag_args(options)
+    argv += engine_flags(NAME, config)
     env = {"VLLM_NO_USAGE_STATS": "1", "DO_NOT_TRACK": "1", "HF_HUB_OFFLINE": "1"}
     return EngineCommand(argv=argv + config.extra_args, version_argv=package_version_argv(python, 'vllm'),
                          served_model_name=config.served_model_name, env=env, ready_paths=["/health", "/v1/models"])

@@ -1,0 +1,161 @@
+"""What every engine object is made of: its resolved limits on one GPU (`EngineProfile`), its flag table
+(`FlagTable`: scenario field <-> command-line flag, read and written by the same rows) and the object that
+joins them (`Engine`).
+
+Light on purpose (pydantic and the standard library only): `validate` reads the flag tables on machines that
+have no sympy or pandas.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class EngineProfile(BaseModel):
+    """An engine's scheduler limits and memory rule on one GPU, as the capacity model uses them."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: str
+    gpu_memory_utilization: float = Field(gt=0, le=1, description="the memory fraction; what it multiplies is "
+                                                                  "`memory_fraction_of`")
+    memory_fraction_of: Literal["total", "free_after_weights"] = Field(
+        "total", description="total: KV = usable × fraction − weights − activations − non-torch − graphs (vLLM, "
+                             "SGLang); free_after_weights: KV = fraction × (usable − weights − activations − "
+                             "non-torch − graphs) (TensorRT-LLM's kv_cache_free_gpu_memory_fraction)")
+    max_num_batched_tokens: int = Field(gt=0, description="token budget per step (chunked prefill)")
+    max_num_seqs: int = Field(gt=0)
+    block_size_tokens: int = Field(gt=0)
+    non_torch_bytes: float = Field(ge=0, description="CUDA context growth, cuBLAS/NCCL workspaces counted by the profiler")
+    cuda_graph_bytes: float = Field(ge=0, description="memory taken by captured CUDA graphs before KV allocation")
+    activation_bytes_per_token: float = Field(ge=0, description="multiplier on the profile run's per-token activation estimate")
+    sampler_copies: float = Field(ge=0, description="fp32 logits-sized buffers alive in the sampler warm-up")
+    moe_activation_factor: float = Field(ge=0, description="fused-MoE workspaces per routed token, in units of (2·f_e + h) bf16 values")
+    moe_cuda_graph_bytes: float = Field(0.0, ge=0, description="CUDA-graph estimate subtracted from the KV budget for MoE models")
+    max_cudagraph_tokens: int = Field(512, ge=0, description="steps with more tokens run without CUDA graphs")
+    in_flight_batches: int = Field(2, ge=1, description="batches scheduled but not finished (async scheduling: 2); "
+                                   "a sliding-window group may hold window − 1 + this × token budget tokens")
+    mixed_prefill: bool = Field(True, description="prefill chunks ride in decode steps (vLLM); False: a prefill "
+                                                  "batch runs alone while running sequences wait (SGLang's default)")
+
+    def budget_bytes(self, usable_bytes: float) -> float:
+        """The memory the fraction is taken of, times the fraction (the 'budget' of the fit message)."""
+        return usable_bytes * self.gpu_memory_utilization if self.memory_fraction_of == "total" else usable_bytes
+
+    def kv_cache_bytes(self, usable_bytes: float, weight_bytes: float, activation_bytes: float,
+                       graph_bytes: float) -> float:
+        """KV memory per GPU by this engine's memory rule (`memory_fraction_of`); may be negative (does not fit)."""
+        if self.memory_fraction_of == "total":
+            return (usable_bytes * self.gpu_memory_utilization - weight_bytes - activation_bytes
+                    - self.non_torch_bytes - graph_bytes)
+        free = usable_bytes - weight_bytes - activation_bytes - self.non_torch_bytes - graph_bytes
+        return free * self.gpu_memory_utilization
+
+
+def no_scenario(_text: str) -> dict[str, Any]:
+    """A flag that does not change the prediction (dtype, data parallel size, ...)."""
+    return {}
+
+
+@dataclass(frozen=True)
+class Flag:
+    """One row of an engine's flag table: an engine option, its command-line flag, and how its value reads back
+    into Scenario fields (`read`) and is written from them (`write`).
+
+    `option` names the value in the engine's own terms (validate's EngineConfig fields, the launch snippets);
+    `meaning` says what the number means in this engine (units differ between engines under one field).
+    A `switch` takes no value: present when the option is true; `read` then gets ''.
+    """
+
+    option: str
+    flag: str
+    meaning: str
+    read: Callable[[str], dict[str, Any]] = no_scenario
+    write: Callable[[Mapping[str, Any]], Any] | None = None
+    aliases: tuple[str, ...] = ()
+    switch: bool = False
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return (self.flag, *self.aliases)
+
+
+def argv_value(argv: list[str], *flags: str) -> str | None:
+    """The value of the first of `flags` in a command line ('--flag value' or '--flag=value')."""
+    for i, a in enumerate(argv):
+        for flag in flags:
+            if a == flag and i + 1 < len(argv):
+                return argv[i + 1]
+            if a.startswith(flag + "="):
+                return a.split("=", 1)[1]
+    return None
+
+
+@dataclass(frozen=True)
+class FlagTable:
+    """An engine's flags, used in both directions: options -> argv, argv -> Scenario fields."""
+
+    rows: tuple[Flag, ...] = ()
+
+    @property
+    def options(self) -> frozenset[str]:
+        return frozenset(r.option for r in self.rows)
+
+    def row(self, option: str) -> Flag | None:
+        return next((r for r in self.rows if r.option == option), None)
+
+    def argv(self, values: Mapping[str, Any]) -> list[str]:
+        """['--flag', 'value', ...] for the options that are set (None: left to the engine), in table order.
+        An option this engine has no flag for raises KeyError (the caller says why in its own terms)."""
+        unknown = [k for k, v in values.items() if v not in (None, False) and k not in self.options]
+        if unknown:
+            raise KeyError(", ".join(unknown))
+        out: list[str] = []
+        for r in self.rows:
+            value = values.get(r.option)
+            if value is None or value is False:
+                continue
+            out += [r.flag] if r.switch else [r.flag, str(value)]
+        return out
+
+    def options_for(self, scenario: Mapping[str, Any]) -> dict[str, Any]:
+        """This engine's option values for a configuration given as Scenario fields (the launch snippets)."""
+        return {r.option: r.write(scenario) for r in self.rows if r.write is not None}
+
+    def scenario(self, argv: list[str]) -> dict[str, Any]:
+        """The Scenario fields an engine command line sets, read back through the same rows (later rows win)."""
+        out: dict[str, Any] = {}
+        for r in self.rows:
+            if r.switch:
+                if any(a in r.names for a in argv):
+                    out.update(r.read(""))
+            elif (text := argv_value(argv, *r.names)) is not None:
+                out.update(r.read(text))
+        return out
+
+
+def _no_profile(gpu_memory_bytes: float | None, tp: int, chunk: int | None) -> EngineProfile:
+    raise NotImplementedError
+
+
+@dataclass(frozen=True)
+class Engine:
+    """One engine: its limits per GPU (computed by `limits`), its memory rule and scheduling regime (in the
+    profile it returns) and its flag table."""
+
+    name: str
+    title: str
+    flags: FlagTable
+    limits: Callable[[float | None, int, int | None], EngineProfile] = field(default=_no_profile)
+    source: str = ""
+
+    def profile(self, gpu_memory_bytes: float | None = None, tp: int = 1, **overrides: Any) -> EngineProfile:
+        """The limits on a GPU of `gpu_memory_bytes` at this TP (None: the engine's reference GPU); overrides
+        (None = keep) come last. A token budget given enters the per-GPU defaults (SGLang's reserve)."""
+        base = self.limits(gpu_memory_bytes, tp, overrides.get("max_num_batched_tokens"))
+        clean = {k: v for k, v in overrides.items() if v is not None}
+        return base.model_copy(update=clean) if clean else base

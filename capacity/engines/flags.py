@@ -1,0 +1,52 @@
+"""Readers shared by the engines' flag tables: flag text -> Scenario fields."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+
+def precision_from_quantization(text: str) -> dict[str, Any]:
+    """--quantization fp8 / fp8_e4m3 / ... -> precision fp8; other formats keep their name."""
+    return {"precision": "fp8" if text.startswith("fp8") else text}
+
+
+def precision_fp8(scenario: dict[str, Any]) -> str | None:
+    """The quantization flag for a Scenario: fp8 is quantized on the fly; bf16 needs none; fp4/int4 need a
+    checkpoint in that format (the snippets say so), so no flag is written for them either."""
+    return "fp8" if scenario.get("precision") == "fp8" else None
+
+
+def kv_fp8(text: str) -> dict[str, Any]:
+    """--kv-cache-dtype fp8* -> kv_precision fp8; anything else (auto, bfloat16) -> bf16."""
+    return {"kv_precision": "fp8" if text.startswith("fp8") else "bf16"}
+
+
+def tensor_parallel(text: str) -> dict[str, Any]:
+    """One replica over `tp` GPUs."""
+    return {"tp": int(text), "num_gpus": int(text)}
+
+
+def expert_parallel_switch(_text: str) -> dict[str, Any]:
+    return {"expert_parallel": True}
+
+
+def expert_parallel_size(text: str) -> dict[str, Any]:
+    """An expert-parallel size above 1 shards the experts."""
+    return {"expert_parallel": True} if int(text) > 1 else {}
+
+
+def graphs_off(_text: str) -> dict[str, Any]:
+    """No CUDA graphs (eager): every step is launched op by op."""
+    return {"max_cudagraph_tokens": 0}
+
+
+def graphs_to(text: str) -> dict[str, Any]:
+    return {"max_cudagraph_tokens": int(text)}
+
+
+def limit(field: str, kind: Callable[[str], Any]) -> Callable[[str], dict[str, Any]]:
+    """A flag whose value is the Scenario field itself."""
+    def read(text: str) -> dict[str, Any]:
+        return {field: kind(text)}
+    return read

@@ -1,0 +1,98 @@
+"""SGLang 0.5.17: its per-GPU defaults, memory rule, scheduling regime and flags.
+
+Memory: the KV pool is (free memory at start × mem_fraction_static) − weights. On the H200, 139.13 GiB free
+× 0.903 − 15.02 GiB = 110.61 GiB, and its log says K + V = 110.60 GiB. The model writes this as usable ×
+fraction − weights − non-torch, with non-torch = the memory in use before SGLang reads the free memory (CUDA
+context: 139.8 − 139.13 GiB on the H200) scaled by the fraction (0.67 GiB × 0.903 ≈ 0.6 GiB). No activation or
+sampler term: the reserve 1 − fraction covers them. Pages of one token.
+Scheduling: a prefill batch runs alone while the running sequences wait (no mixed chunked prefill by default).
+The fraction, the prefill chunk and the largest decode CUDA graph follow from the GPU's memory (`sglang_defaults`).
+Sliding-window models use vLLM's hybrid-allocator rule (SGLang's own SWA pool is not modelled).
+"""
+
+from __future__ import annotations
+
+from capacity.engines.base import Engine, EngineProfile, Flag, FlagTable
+from capacity.engines.flags import (expert_parallel_size, graphs_off, graphs_to, kv_fp8, limit, precision_fp8,
+                                    precision_from_quantization, tensor_parallel)
+
+MiB = 2**20
+GiB = 2**30
+REFERENCE_GPU = "h200-sxm"  # the GPU SGLang was measured on: its defaults when no GPU is named
+
+
+def sglang_defaults(gpu_memory_bytes: float, tp: int = 1, chunk: int | None = None) -> dict[str, float | int]:
+    """SGLang 0.5.17's per-GPU defaults (server_args.py): chunked-prefill size and the largest decode CUDA
+    graph by memory tier, then mem_fraction_static = 1 − reserve ÷ memory, where the reserve (MiB) is
+    512 + 1.5 × chunk + 128 × tp + 2 × max graph batch + 8 × prefill graph sizes, at least 10 GiB above 60 GiB.
+    A `chunk` given (--chunked-prefill-size) replaces the tier's and enters the reserve."""
+    mem_mib = gpu_memory_bytes / MiB
+    tiers = ((20, 2048, 8, 8), (35, 2048, 24, 80), (60, 4096, 32, 160), (90, 8192, 256, 512), (160, 8192, 256, 512))
+    tier_chunk, max_bs = 16384, 512
+    for limit_gib, this_chunk, small_tp_bs, large_tp_bs in tiers:
+        if mem_mib < limit_gib * 1024:
+            tier_chunk, max_bs = this_chunk, (small_tp_bs if tp < 4 else large_tp_bs)
+            break
+    chunk = chunk or tier_chunk
+    prefill_sizes = [x for x in (*range(4, 33, 4), *range(48, 257, 16), *range(288, 513, 32), *range(576, 1025, 64),
+                                 *range(1280, 4097, 256), *range(4608, chunk + 1, 512)) if x <= chunk]
+    reserve = 512 + max(chunk, 2048) * 1.5 + tp * 1024 / 8 + 2 * max_bs + 8 * len(prefill_sizes)
+    if mem_mib > 60 * 1024:
+        reserve = max(reserve, 10 * 1024)
+    return {"gpu_memory_utilization": round((mem_mib - reserve) / mem_mib, 3), "max_num_batched_tokens": chunk,
+            "max_cudagraph_tokens": max_bs}
+
+
+def limits(gpu_memory_bytes: float | None, tp: int, chunk: int | None) -> EngineProfile:
+    """SGLang's limits on a GPU of this memory (None: the reference GPU's)."""
+    if not gpu_memory_bytes:
+        from capacity.hardware import load_gpu  # the catalog, read only when no GPU is named
+
+        gpu_memory_bytes = load_gpu(REFERENCE_GPU).usable_memory_bytes
+    return EngineProfile(
+        name="sglang",
+        **sglang_defaults(gpu_memory_bytes, tp, chunk),
+        memory_fraction_of="total",
+        # max_running_requests = clamp(KV tokens ÷ context length × 512, 2,048, 4,096): 3,539 for Llama-3.1-8B on
+        # the H200; only the upper bound is kept, it binds only beyond 2,048 short requests running at once
+        max_num_seqs=4096,
+        block_size_tokens=1,
+        non_torch_bytes=0.6 * GiB,  # see the module docstring: 0.67 GiB of CUDA context × the fraction
+        cuda_graph_bytes=0.0,
+        activation_bytes_per_token=0.0,
+        sampler_copies=0.0,
+        moe_activation_factor=0.0,
+        in_flight_batches=1,
+        mixed_prefill=False,
+    )
+
+
+FLAGS = FlagTable((
+    Flag("dtype", "--dtype", "weights and activations dtype"),
+    Flag("quantization", "--quantization", "weight format (fp8, awq, ...)",
+         read=precision_from_quantization, write=precision_fp8),
+    Flag("kv_cache_dtype", "--kv-cache-dtype", "KV cache element type (auto, fp8_e4m3, fp8_e5m2)",
+         read=kv_fp8, write=lambda s: "fp8_e4m3" if s.get("kv_precision") == "fp8" else None),
+    Flag("tensor_parallel_size", "--tp-size", "GPUs per replica (tensor parallel)",
+         read=tensor_parallel, write=lambda s: s.get("tp"), aliases=("--tensor-parallel-size", "--tp")),
+    Flag("data_parallel_size", "--dp-size", "replicas behind one router", aliases=("--data-parallel-size", "--dp"),
+         write=lambda s: s.get("replicas") if (s.get("replicas") or 1) > 1 else None),
+    Flag("expert_parallel_size", "--ep-size", "GPUs the MoE experts are sharded over",
+         read=expert_parallel_size, aliases=("--expert-parallel-size",)),
+    Flag("max_model_len", "--context-length", "longest request, tokens",
+         read=limit("max_model_len", int), write=lambda s: s.get("max_model_len")),
+    Flag("gpu_memory_utilization", "--mem-fraction-static",
+         "fraction of the FREE memory at start-up for weights and KV pool (the rest: activations, graphs)",
+         read=limit("gpu_memory_utilization", float)),
+    Flag("max_num_seqs", "--max-running-requests", "running requests at most",
+         read=limit("max_num_seqs", int)),
+    Flag("max_num_batched_tokens", "--chunked-prefill-size", "tokens per prefill chunk",
+         read=limit("max_num_batched_tokens", int)),
+    Flag("disable_cuda_graph", "--disable-cuda-graph", "no CUDA graphs",
+         read=graphs_off, write=lambda s: s.get("max_cudagraph_tokens") == 0, switch=True),
+    Flag("cuda_graph_max_bs", "--cuda-graph-max-bs", "largest decode CUDA graph, in SEQUENCES (one token each)",
+         read=graphs_to, write=lambda s: s.get("max_cudagraph_tokens") or None),
+))
+
+ENGINE = Engine(name="sglang", title="SGLang", flags=FLAGS, limits=limits,
+                source="SGLang 0.5.17 server_args.py and its start-up log on an H200 (sitting 5)")
