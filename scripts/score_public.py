@@ -91,8 +91,13 @@ def scenario_for(r: Row) -> tuple[dict, list[str]]:
     if kv == "unstated":
         kv = "fp8" if r.weight_precision in ("fp8", "nvfp4", "mxfp4") else "bf16"
         flags.append(f"KV precision unstated, taken as {kv}")
+    isl, osl = r.isl, r.osl
+    if r.lengths == "distributed" and r.length_range_ratio:
+        f = (1 + r.length_range_ratio) / 2
+        isl, osl = round(r.isl * f), round(r.osl * f)
+        flags.append("distributed lengths scored at their mean")
     s = dict(model=r.model, gpu=r.gpu, num_gpus=r.num_gpus, tp=r.tp, expert_parallel=r.ep > 1,
-             precision=r.weight_precision, kv_precision=kv, engine=engine, isl=r.isl, osl=r.osl)
+             precision=r.weight_precision, kv_precision=kv, engine=engine, isl=isl, osl=osl)
     if r.dp > 1:
         flags.append(f"attention DP {r.dp} scored as TP {r.tp}")
     if r.pp > 1:

@@ -8,11 +8,11 @@ import json
 import sys
 from pathlib import Path
 
-from validate.public import amd_perf, nim_tables, transcribed, trtllm_bench, trtllm_perf
+from validate.public import amd_perf, inferencex, nim_tables, transcribed, trtllm_bench, trtllm_perf
 from validate.public.common import RAW_DIR, ROWS_PATH
 from validate.public.schema import Row
 
-IMPORTERS = (trtllm_perf, trtllm_bench, amd_perf, nim_tables, transcribed)
+IMPORTERS = (trtllm_perf, trtllm_bench, amd_perf, nim_tables, inferencex, transcribed)
 
 
 def build(raw_dir: Path = RAW_DIR) -> tuple[list[Row], dict[str, int]]:

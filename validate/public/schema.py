@@ -49,6 +49,8 @@ class Row(BaseModel):
     isl: int = Field(ge=1)
     osl: int = Field(ge=1)
     lengths: Literal["fixed", "distributed", "unstated"]
+    length_range_ratio: float | None = Field(None, gt=0, le=1, description="distributed lengths drawn uniformly from "
+                                             "[r·L, L] (InferenceX, vLLM --random-range-ratio style); mean (1+r)/2·L")
     load: Literal["offline", "concurrency", "rate", "sync", "batch"] = Field(
         description="offline = all requests queued at once (max throughput); batch = one batch of `batch` requests "
                     "processed together (vLLM benchmark_latency); concurrency = closed loop of `concurrency` clients")

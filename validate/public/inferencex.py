@@ -1,0 +1,76 @@
+"""Importer for InferenceX (SemiAnalysis) benchmark-API objects (data/public/raw/inferencex-*.jsonl): one JSON
+object per line, the API's own field names, values unchanged. Only single-node, aggregated, non-speculative results
+are kept in the raw file; each gives TTFT, TPOT and end-to-end latency means and, where the API has it, output
+tokens/s per GPU, at a closed-loop concurrency of `conc` with 10 × conc prompts."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from validate.public.common import join_notes, read_header
+from validate.public.schema import Row, row
+
+KIND = "inferencex"
+FILES = ("inferencex-fixture-sample.jsonl",)
+MODELS = {"dsr1": ("deepseek-ai/DeepSeek-R1", "InferenceX's dsr1 is DeepSeek-R1-0528 (same architecture as R1)")}
+ENGINES = {"sglang": "sglang", "vllm": "vllm", "trt": "trtllm"}
+METRICS = (("mean_ttft", "ttft_s", "mean", ""),
+           ("mean_tpot", "tpot_s", "mean", "TPOT = (e2e − TTFT)/(output tokens − 1); ITL is not used because SGLang "
+                                           "streams several tokens per chunk"),
+           ("mean_e2el", "e2e_latency_s", "mean", ""),
+           ("output_tput_per_gpu", "output_tokens_per_s_per_gpu", "aggregate", "output tokens/s divided by TP"))
+
+
+def _precision(p: str, gpu: str) -> tuple[str, str]:
+    if p == "fp8":
+        return "fp8", ""
+    if p == "fp4":
+        if gpu.startswith("mi"):
+            return "mxfp4", "FP4 on AMD Instinct = an MXFP4 checkpoint (the API says only fp4)"
+        return "nvfp4", "FP4 on NVIDIA = an NVFP4 checkpoint (the API says only fp4)"
+    return p, ""
+
+
+def import_file(path: Path) -> tuple[list[Row], dict[str, int]]:
+    text = path.read_text()
+    h = read_header(text)
+    rows: list[Row] = []
+    skipped: dict[str, int] = {}
+    for line in text.splitlines():
+        if not line.startswith("{"):
+            continue
+        o = json.loads(line)
+        if o["disagg"] or o["is_multinode"] or o["spec_method"] != "none" or o["model"] not in MODELS:
+            skipped["disaggregated, multinode, speculative or unknown model"] = skipped.get("disaggregated, multinode, speculative or unknown model", 0) + 1
+            continue
+        model_id, model_note = MODELS[o["model"]]
+        weight, wnote = _precision(o["precision"], o["hardware"])
+        tp, ep = int(o["decode_tp"]), int(o["decode_ep"])
+        version = o["image"] or "image not recorded in the API object"
+        for key, metric, stat, mnote in METRICS:
+            if key not in o["metrics"]:
+                continue
+            rows.append(row(
+                row_id=f"{h['source_id']}:{len(rows):04d}", source_id=h["source_id"], source_kind=KIND,
+                source_url=h["url"], source_commit=h["commit"], source_path=f"data/public/raw/{path.name}",
+                published=f"InferenceX run of {o['date']} ({o['run_url']})", read_on=h["read"],
+                engine=ENGINES[o["framework"]], engine_version=version, gpu=o["hardware"], num_gpus=tp, tp=tp, ep=ep,
+                dp=tp if o["decode_dp_attention"] else 1, pp=1, model=model_id, model_published=o["model"],
+                weight_precision=weight, kv_precision="unstated", isl=int(o["isl"]), osl=int(o["osl"]),
+                lengths="distributed", length_range_ratio=0.8, load="concurrency", concurrency=int(o["conc"]),
+                num_requests=10 * int(o["conc"]), metric=metric, statistic=stat, value=float(o["metrics"][key]),
+                note=join_notes(model_note, wnote, mnote, "lengths uniform in [0.8 L, L] (InferenceX's harness)",
+                                "KV precision not in the API object", "expert parallel " + str(ep) if ep > 1 else ""),
+            ))
+    return rows, skipped
+
+
+def import_all(raw_dir: Path) -> tuple[list[Row], dict[str, int]]:
+    rows: list[Row] = []
+    skipped: dict[str, int] = {}
+    for name in FILES:
+        r, s = import_file(raw_dir / name)
+        rows += r
+        skipped.update({f"{name}: {k}": v for k, v in s.items()})
+    return rows, skipped
