@@ -1,52 +1,186 @@
-"""`capacity` command line: estimate, gpus, models, sweep, size. Errors print one line and exit 2."""
+"""`capacity` command line: estimate, gpus, models, sweep, size. Errors print one line and exit 2.
+
+Every flag is parsed by a type below that checks its range, so a bad value is refused where it enters,
+naming the flag; results are checked finite and non-negative before they are printed (`--json` is strict
+JSON). Set LLMCAP_TRACEBACK=1 to see the traceback of an unexpected error (exit 3) instead of its one line.
+"""
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
+import os
 import sys
 from pathlib import Path
+from typing import Any
 
 from pydantic import ValidationError
 
 from capacity.engine import PROFILES
-from capacity.errors import CapacityError, WorkloadError
+from capacity.errors import CapacityError, InputError, ResultError, flatten_validation_error, one_line, show_value
 from capacity.estimate import Scenario, estimate
+from capacity.load import parse_load
 from capacity.precision import PRECISION_CHOICES
+
+LENGTH_MAX_TOKENS = 10_000_000  # as estimate's own check of isl/osl
+LIST_MAX_ITEMS = 10_000
+SWEEP_MAX_ROWS = 2_000_000
+
+
+class CliParser(argparse.ArgumentParser):
+    """argparse whose errors are one line (no usage block) raised as InputError, naming the flag."""
+
+    def error(self, message: str):  # type: ignore[override]
+        raise InputError(one_line(f"{self.prog}: {message} (see {self.prog} --help)"))
+
+
+def _int_in(lo: int, hi: int):
+    expected = f"an integer from {lo:,} to {hi:,}"
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text.strip())
+        except ValueError:  # not a number, or more than 4,300 digits
+            raise argparse.ArgumentTypeError(f"expected {expected}, got {show_value(text)}") from None
+        if not lo <= value <= hi:
+            raise argparse.ArgumentTypeError(f"expected {expected}, got {show_value(value)}")
+        return value
+
+    parse.__name__ = "integer"
+    return parse
+
+
+def _num(x: float) -> str:
+    return f"{int(x):,}" if float(x).is_integer() and abs(x) < 1e15 else f"{x:g}"
+
+
+def _float_in(lo: float, hi: float, lo_open: bool = False, hi_open: bool = False):
+    expected = f"a number {'>' if lo_open else '≥'} {_num(lo)} and {'<' if hi_open else '≤'} {_num(hi)}"
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text.strip())
+        except (ValueError, OverflowError):
+            raise argparse.ArgumentTypeError(f"expected {expected}, got {show_value(text)}") from None
+        below = value <= lo if lo_open else value < lo
+        above = value >= hi if hi_open else value > hi
+        if not math.isfinite(value) or below or above:
+            raise argparse.ArgumentTypeError(f"expected {expected}, got {show_value(value)}")
+        return value
+
+    parse.__name__ = "number"
+    return parse
+
+
+def _list_of(item):
+    """Comma-separated values, each parsed by `item`; at least one, at most LIST_MAX_ITEMS."""
+
+    def parse(text: str) -> list:
+        parts = [x for x in text.split(",") if x.strip()]
+        if not parts:
+            raise argparse.ArgumentTypeError(f"expected a comma-separated list, got {show_value(text)}")
+        if len(parts) > LIST_MAX_ITEMS:
+            raise argparse.ArgumentTypeError(f"expected at most {LIST_MAX_ITEMS:,} values, got {len(parts):,}")
+        return [item(x) for x in parts]
+
+    parse.__name__ = "list"
+    return parse
+
+
+def _names(text: str) -> list[str]:
+    names = [x.strip() for x in text.split(",") if x.strip()]
+    if not names or len(names) > 1_000:
+        raise argparse.ArgumentTypeError(f"expected 1 to 1,000 comma-separated names, got {show_value(text)}")
+    return names
+
+
+def _load(text: str) -> str:
+    try:
+        parse_load(text)
+    except CapacityError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return text
+
+
+def _choice(choices: tuple[str, ...]):
+    def parse(text: str) -> str:
+        if text.strip() not in choices:
+            raise argparse.ArgumentTypeError(f"expected one of {', '.join(choices)}, got {show_value(text)}")
+        return text.strip()
+
+    parse.__name__ = "choice"
+    return parse
+
+
+_names.__name__ = "names"
+_load.__name__ = "load"
+_tp = _int_in(1, 1024)
+_length = _int_in(1, LENGTH_MAX_TOKENS)
+_price = _float_in(0.0, 1e4, lo_open=True)
 
 
 def _scenario_args(p: argparse.ArgumentParser, with_load: bool = True) -> None:
     d = Scenario()
     p.add_argument("--model", default=d.model, help="catalog id or path to a config.json (default: %(default)s)")
     p.add_argument("--gpu", default=d.gpu, help="GPU id or path to a GPU TOML file (default: %(default)s)")
-    p.add_argument("--num-gpus", type=int, default=1)
-    p.add_argument("--tp", type=int, default=1, help="tensor-parallel size (GPUs per replica)")
+    p.add_argument("--num-gpus", type=_int_in(1, 4096), default=1)
+    p.add_argument("--tp", type=_tp, default=1, help="tensor-parallel size (GPUs per replica)")
     p.add_argument("--expert-parallel", action="store_true", help="split MoE experts across the TP GPUs")
     p.add_argument("--precision", default=d.precision, choices=PRECISION_CHOICES)
     p.add_argument("--kv-precision", default=d.kv_precision, choices=("bf16", "fp8"))
     p.add_argument("--engine", default=d.engine, choices=tuple(PROFILES))
     p.add_argument("--ideal", action="store_true", help="pure roofline: efficiencies 1, overheads 0")
     p.add_argument("--calibration", help="calibration JSON (default: the shipped one for engine/GPU/precision)")
-    p.add_argument("--isl", type=int, default=d.isl, help="input tokens per request")
-    p.add_argument("--osl", type=int, default=d.osl, help="output tokens per request")
+    p.add_argument("--isl", type=_length, default=d.isl, help="input tokens per request")
+    p.add_argument("--osl", type=_length, default=d.osl, help="output tokens per request")
     if with_load:
-        p.add_argument("--load", default=d.load, help="sync | concurrency:C | burst:N | rate:R (default: %(default)s)")
-    p.add_argument("--price-usd-per-gpu-hour", type=float)
-    p.add_argument("--gpu-memory-utilization", type=float)
-    p.add_argument("--max-num-seqs", type=int)
-    p.add_argument("--max-num-batched-tokens", type=int)
-    p.add_argument("--max-model-len", type=int)
-    p.add_argument("--max-cudagraph-tokens", type=int, help="largest CUDA graph in tokens (0 = eager; default: the engine's)")
-    p.add_argument("--prefix-hit-rate", type=float, default=0.0, help="share of prompt tokens already cached")
-    p.add_argument("--spec-acceptance", type=float, default=0.0, help="speculative decoding acceptance rate")
-    p.add_argument("--spec-draft-tokens", type=int, default=0)
-    p.add_argument("--spec-draft-cost", type=float, default=0.0, help="draft step time / target decode step time")
+        p.add_argument("--load", type=_load, default=d.load, help="sync | concurrency:C | burst:N | rate:R (default: %(default)s)")
+    p.add_argument("--price-usd-per-gpu-hour", type=_price)
+    p.add_argument("--gpu-memory-utilization", type=_float_in(0.0, 1.0, lo_open=True))
+    p.add_argument("--max-num-seqs", type=_int_in(1, 1_000_000))
+    p.add_argument("--max-num-batched-tokens", type=_int_in(1, 100_000_000))
+    p.add_argument("--max-model-len", type=_int_in(1, 100_000_000))
+    p.add_argument("--max-cudagraph-tokens", type=_int_in(0, 10_000_000), help="largest CUDA graph in tokens (0 = eager; default: the engine's)")
+    p.add_argument("--prefix-hit-rate", type=_float_in(0.0, 1.0, hi_open=True), default=0.0, help="share of prompt tokens already cached")
+    p.add_argument("--spec-acceptance", type=_float_in(0.0, 1.0, hi_open=True), default=0.0, help="speculative decoding acceptance rate")
+    p.add_argument("--spec-draft-tokens", type=_int_in(0, 64), default=0)
+    p.add_argument("--spec-draft-cost", type=_float_in(0.0, 10.0), default=0.0, help="draft step time / target decode step time")
 
 
 def _scenario(a: argparse.Namespace, **extra) -> Scenario:
     fields = {k: getattr(a, k) for k in Scenario.model_fields if hasattr(a, k) and getattr(a, k) is not None}
     fields.update(extra)
-    return Scenario(**fields)
+    try:
+        return Scenario(**fields)
+    except ValidationError as exc:  # named as the flag the user typed
+        raise InputError(flatten_validation_error(exc, {k: "--" + k.replace("_", "-") for k in fields})) from None
+
+
+def _bad_number(value: Any, path: str = "") -> str | None:
+    """The path of the first number in a result that is not finite and non-negative, else None."""
+    if isinstance(value, bool) or value is None or isinstance(value, str):
+        return None
+    if isinstance(value, (int, float)):
+        return None if math.isfinite(value) and value >= 0 else f"{path or 'value'} = {show_value(value)}"
+    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, (list, tuple)) else ()
+    for k, v in items:
+        bad = _bad_number(v, f"{path}.{k}" if path else str(k))
+        if bad:
+            return bad
+    return None
+
+
+def _checked(result: Any) -> Any:
+    """A result, once every number in it is finite and non-negative (else ResultError: never print Infinity)."""
+    bad = _bad_number(result)
+    if bad:
+        raise ResultError(f"the model gave a non-physical result for these inputs ({bad}); nothing printed")
+    return result
+
+
+def _print_json(result: Any) -> None:
+    print(json.dumps(_checked(result), indent=2, allow_nan=False))
 
 
 def _fmt_bytes(b: float) -> str:
@@ -102,8 +236,9 @@ def print_estimate_table(e) -> None:
 
 def cmd_estimate(a) -> int:
     e = estimate(_scenario(a))
+    _checked(e.model_dump())
     if a.json:
-        print(json.dumps(e.model_dump(), indent=2))
+        _print_json(e.model_dump())
     else:
         print_estimate_table(e)
     return 0
@@ -140,7 +275,7 @@ def cmd_models(a) -> int:
 
 def _print_rows(rows: list[dict], as_json: bool, title: str) -> None:
     if as_json:
-        print(json.dumps(rows, indent=2))
+        _print_json(rows)
         return
     from rich.console import Console
     from rich.table import Table
@@ -153,26 +288,29 @@ def _print_rows(rows: list[dict], as_json: bool, title: str) -> None:
     Console().print(t)
 
 
-def _ints(text: str) -> list[int]:
-    try:
-        return [int(x) for x in text.split(",") if x]
-    except ValueError:
-        raise WorkloadError(f"expected comma-separated integers, got '{text}'") from None
-
-
-def _floats(text: str) -> list[float]:
-    try:
-        return [float(x) for x in text.split(",") if x]
-    except ValueError:
-        raise WorkloadError(f"expected comma-separated numbers, got '{text}'") from None
+SWEEP_RESULT_COLUMNS = ("ttft_s", "itl_s", "e2e_latency_s", "requests_per_s", "output_tokens_per_s", "total_tokens_per_s")
 
 
 def cmd_sweep(a) -> int:
     from capacity.sweep import sweep_grid
 
-    df = sweep_grid(a.model.split(","), a.gpu.split(","), a.precision.split(","), _ints(a.isl), _ints(a.osl),
-                    a.load_kind, _floats(a.load_values), _ints(a.tp), a.kv_precision, a.engine, a.ideal,
-                    a.price_usd_per_gpu_hour)
+    for v in a.load_values:  # each value as the load it stands for (whole numbers for concurrency and bursts)
+        try:
+            parse_load(f"{a.load_kind}:{v!r}" if a.load_kind != "sync" else "sync")
+        except CapacityError as exc:
+            raise InputError(f"argument --load-values: {exc}") from None
+    rows = math.prod(map(len, (a.model, a.gpu, a.precision, a.tp, a.isl, a.osl, a.load_values)))
+    if rows > SWEEP_MAX_ROWS:
+        raise InputError(f"the grid has {rows:,} rows; at most {SWEEP_MAX_ROWS:,} per sweep: split it")
+    df = sweep_grid(a.model, a.gpu, a.precision, a.isl, a.osl, a.load_kind, a.load_values, a.tp, a.kv_precision,
+                    a.engine, a.ideal, a.price_usd_per_gpu_hour)
+    fitting = df[df["fits"]] if "fits" in df else df
+    for col in SWEEP_RESULT_COLUMNS:
+        if col in fitting and len(fitting):
+            bad = fitting[~(fitting[col].map(lambda x: math.isfinite(x) and x >= 0))]
+            if len(bad):
+                raise ResultError(f"the model gave a non-physical {col} ({show_value(float(bad[col].iloc[0]))}) for "
+                                  f"{bad['model'].iloc[0]} on {bad['gpu'].iloc[0]}; nothing written")
     out = Path(a.out)
     if out.suffix == ".parquet":
         df.to_parquet(out, index=False)
@@ -185,17 +323,17 @@ def cmd_sweep(a) -> int:
 def cmd_size(a) -> int:
     from capacity.sizing import size
 
-    opts = size(_scenario(a), a.target_rps, a.ttft_slo_s, a.itl_slo_s, _ints(a.tps))
-    rows = [o.model_dump() for o in opts]
+    opts = size(_scenario(a), a.target_rps, a.ttft_slo_s, a.itl_slo_s, a.tps)
+    rows = _checked([o.model_dump() for o in opts])
     if a.json:
-        print(json.dumps(rows, indent=2))
+        _print_json(rows)
     else:
         _print_rows(rows, False, f"GPUs for {a.target_rps:g} req/s, TTFT ≤ {a.ttft_slo_s:g} s, ITL ≤ {a.itl_slo_s * 1e3:g} ms")
     return 0
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="capacity", description="How many users, how fast, at what cost.")
+    p = CliParser(prog="capacity", description="How many users, how fast, at what cost.")
     sub = p.add_subparsers(dest="cmd")
     e = sub.add_parser("estimate", help="predict memory, latency, throughput and cost for one configuration")
     _scenario_args(e)
@@ -208,48 +346,55 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("--json", action="store_true")
     m.set_defaults(func=cmd_models)
     s = sub.add_parser("sweep", help="vectorized grid to CSV or parquet")
-    s.add_argument("--model", default=Scenario().model, help="comma-separated")
-    s.add_argument("--gpu", default=Scenario().gpu, help="comma-separated")
-    s.add_argument("--precision", default="bf16", help="comma-separated")
-    s.add_argument("--kv-precision", default="bf16")
-    s.add_argument("--tp", default="1", help="comma-separated")
-    s.add_argument("--isl", default="128,1024", help="comma-separated")
-    s.add_argument("--osl", default="128,1024", help="comma-separated")
+    s.add_argument("--model", type=_names, default=[Scenario().model], help="comma-separated")
+    s.add_argument("--gpu", type=_names, default=[Scenario().gpu], help="comma-separated")
+    s.add_argument("--precision", type=_list_of(_choice(PRECISION_CHOICES)), default=["bf16"], help="comma-separated")
+    s.add_argument("--kv-precision", default="bf16", choices=("bf16", "fp8"))
+    s.add_argument("--tp", type=_list_of(_tp), default=[1], help="comma-separated")
+    s.add_argument("--isl", type=_list_of(_length), default=[128, 1024], help="comma-separated")
+    s.add_argument("--osl", type=_list_of(_length), default=[128, 1024], help="comma-separated")
     s.add_argument("--load-kind", default="concurrency", choices=("sync", "concurrency", "burst", "rate"))
-    s.add_argument("--load-values", default="1,2,4,8,16,32,64,128,256")
+    s.add_argument("--load-values", type=_list_of(_float_in(0.0, 1e7, lo_open=True)), default=[1, 2, 4, 8, 16, 32, 64, 128, 256])
     s.add_argument("--engine", default="vllm", choices=tuple(PROFILES))
     s.add_argument("--ideal", action="store_true")
-    s.add_argument("--price-usd-per-gpu-hour", type=float)
+    s.add_argument("--price-usd-per-gpu-hour", type=_price)
     s.add_argument("--out", default="sweep.csv", help=".csv or .parquet")
     s.set_defaults(func=cmd_sweep)
     z = sub.add_parser("size", help="GPUs needed for a target request rate under TTFT and ITL objectives")
     _scenario_args(z, with_load=False)
-    z.add_argument("--target-rps", type=float, required=True)
-    z.add_argument("--ttft-slo-s", type=float, default=1.0)
-    z.add_argument("--itl-slo-s", type=float, default=0.05)
-    z.add_argument("--tps", default="1,2,4,8", help="tensor-parallel sizes to consider")
+    z.add_argument("--target-rps", type=_float_in(0.0, 1e7, lo_open=True), required=True)
+    z.add_argument("--ttft-slo-s", type=_float_in(0.0, 86_400.0, lo_open=True), default=1.0)
+    z.add_argument("--itl-slo-s", type=_float_in(0.0, 3_600.0, lo_open=True), default=0.05)
+    z.add_argument("--tps", type=_list_of(_tp), default=[1, 2, 4, 8], help="tensor-parallel sizes to consider")
     z.add_argument("--json", action="store_true")
     z.set_defaults(func=cmd_size)
     return p
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    if not getattr(args, "func", None):
-        args = parser.parse_args(["estimate", *(argv or [])])
     try:
+        parser = build_parser()
+        args = parser.parse_args(argv)
+        if not getattr(args, "func", None):
+            args = parser.parse_args(["estimate", *(argv or [])])
         return args.func(args)
     except CapacityError as exc:
-        print(f"{type(exc).__name__}: {exc}", file=sys.stderr)
-        return 2
+        return _fail(type(exc).__name__, str(exc))
     except ValidationError as exc:
-        err = exc.errors()[0]
-        print(f"InputError: {'.'.join(map(str, err['loc']))}: {err['msg']}", file=sys.stderr)
-        return 2
-    except (OSError, ValueError) as exc:
-        print(f"{type(exc).__name__}: {exc}", file=sys.stderr)
-        return 2
+        return _fail("InputError", flatten_validation_error(exc))
+    except RecursionError:
+        return _fail("InputError", "an input file is nested too deeply")
+    except (OSError, ValueError) as exc:  # an output path that cannot be written, a file that cannot be decoded
+        return _fail(type(exc).__name__, str(exc))
+    except Exception as exc:  # noqa: BLE001  a bug, not bad input: still one line, exit 3
+        if os.environ.get("LLMCAP_TRACEBACK"):
+            raise
+        return _fail("InternalError", f"{type(exc).__name__}: {exc} (a bug: please report the command line)", 3)
+
+
+def _fail(kind: str, message: str, code: int = 2) -> int:
+    print(one_line(f"{kind}: {message}", limit=2000), file=sys.stderr)
+    return code
 
 
 if __name__ == "__main__":

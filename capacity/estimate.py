@@ -41,13 +41,13 @@ class Scenario(BaseModel):
     isl: int = Field(1024, description="input tokens per request")
     osl: int = Field(128, description="output tokens per request")
     load: str = "sync"
-    price_usd_per_gpu_hour: float | None = Field(None, gt=0)
+    price_usd_per_gpu_hour: float | None = Field(None, gt=0, le=1e4)
     calibration: str | None = Field(None, description="path to a calibration file; default: the shipped one")
     gpu_memory_utilization: float | None = Field(None, gt=0, le=1)
-    max_num_seqs: int | None = Field(None, ge=1)
-    max_num_batched_tokens: int | None = Field(None, ge=1)
-    max_model_len: int | None = Field(None, ge=1)
-    max_cudagraph_tokens: int | None = Field(None, ge=0, description="largest CUDA graph (vLLM --max-cudagraph-capture-size,"
+    max_num_seqs: int | None = Field(None, ge=1, le=1_000_000)
+    max_num_batched_tokens: int | None = Field(None, ge=1, le=100_000_000)
+    max_model_len: int | None = Field(None, ge=1, le=100_000_000)
+    max_cudagraph_tokens: int | None = Field(None, ge=0, le=10_000_000, description="largest CUDA graph (vLLM --max-cudagraph-capture-size,"
                                              " SGLang --cuda-graph-max-bs; 0 = eager); default: the engine's")
     prefix_hit_rate: float = Field(0.0, ge=0, lt=1)
     spec_acceptance: float = Field(0.0, ge=0, lt=1)

@@ -9,6 +9,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from capacity.errors import WorkloadError
 
 LoadKind = Literal["sync", "concurrency", "burst", "rate"]
+RATE_MIN_PER_S = 1e-3  # 3.6 requests an hour: below that no server is sized by its load
+RATE_MAX_PER_S = 1e7
 
 
 class Load(BaseModel):
@@ -24,6 +26,8 @@ class Load(BaseModel):
 
 
 def parse_load(text: str) -> Load:
+    if len(text) > 100:
+        raise WorkloadError(f"bad load '{text[:40]}…': use sync, concurrency:C, burst:N or rate:R")
     t = text.strip().lower()
     if t in ("sync", "synchronous"):
         return Load(kind="sync", value=1)
@@ -36,6 +40,8 @@ def parse_load(text: str) -> Load:
         raise WorkloadError(f"bad load '{text}': '{raw}' is not a number") from None
     if not value > 0 or value != value or value == float("inf"):
         raise WorkloadError(f"bad load '{text}': the value must be a positive finite number")
+    if kind == "rate" and not RATE_MIN_PER_S <= value <= RATE_MAX_PER_S:
+        raise WorkloadError(f"bad load '{text}': a rate from {RATE_MIN_PER_S:g} to {RATE_MAX_PER_S:,.0f} requests/s")
     if kind != "rate" and value != int(value):
         raise WorkloadError(f"bad load '{text}': {kind} takes a whole number")
     if kind != "rate" and value > 10**7:

@@ -38,8 +38,11 @@ def max_rate_within_slo(plan, cal, s: Scenario, ttft_slo_s: float, itl_slo_s: fl
 
 
 def size(s: Scenario, target_rps: float, ttft_slo_s: float, itl_slo_s: float, tps: list[int]) -> list[SizingOption]:
-    if target_rps <= 0 or ttft_slo_s <= 0 or itl_slo_s <= 0:
-        raise WorkloadError("target rate and objectives must be positive")
+    for name, v in (("target_rps", target_rps), ("ttft_slo_s", ttft_slo_s), ("itl_slo_s", itl_slo_s)):
+        if not (math.isfinite(v) and v > 0):
+            raise WorkloadError(f"{name}: the target rate and objectives must be positive finite numbers, got {v!r}")
+    if not tps or any(isinstance(t, bool) or not isinstance(t, int) or not 1 <= t <= 1024 for t in tps):
+        raise WorkloadError(f"tps: expected one or more tensor-parallel sizes from 1 to 1,024, got {list(tps)[:10]!r}")
     gpu = load_gpu(s.gpu)
     price = s.price_usd_per_gpu_hour or gpu.price_usd_per_gpu_hour
     options = []

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import itertools
+import math
 
 import numpy as np
 import pandas as pd
@@ -11,7 +12,7 @@ import pandas as pd
 from capacity.architecture import load_model
 from capacity.calibration import IDEAL, find_calibration
 from capacity.engine import engine_profile
-from capacity.errors import CapacityError
+from capacity.errors import CapacityError, WorkloadError
 from capacity.estimate import Scenario, run_load
 from capacity.formulas import compiled
 from capacity.hardware import load_gpu
@@ -21,11 +22,21 @@ from capacity.plan import make_plan
 def sweep_grid(models: list[str], gpus: list[str], precisions: list[str], isls: list[int], osls: list[int],
                load_kind: str, load_values: list[float], tps: list[int] = (1,), kv_precision: str = "bf16",
                engine: str = "vllm", ideal: bool = False, price_usd_per_gpu_hour: float | None = None) -> pd.DataFrame:
+    _check_grid(isls, osls, load_values, tps)
     frames = []
     for model_id, gpu_id, precision, tp in itertools.product(models, gpus, precisions, tps):
         frames.append(_one_plan(model_id, gpu_id, precision, tp, isls, osls, load_kind, load_values,
                                 kv_precision, engine, ideal, price_usd_per_gpu_hour))
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+
+
+def _check_grid(isls, osls, load_values, tps) -> None:
+    """Lengths, TP sizes and load values a grid may hold (the CLI names the flag; this guards other callers)."""
+    for name, values, lo, hi in (("isls", isls, 1, 10_000_000), ("osls", osls, 1, 10_000_000), ("tps", tps, 1, 1024)):
+        if any(isinstance(v, bool) or not isinstance(v, (int, np.integer)) or not lo <= v <= hi for v in values):
+            raise WorkloadError(f"{name}: expected whole numbers from {lo} to {hi:,}, got {list(values)[:10]!r}")
+    if any(not (math.isfinite(v) and v > 0) for v in load_values):
+        raise WorkloadError(f"load_values: expected positive finite numbers, got {list(load_values)[:10]!r}")
 
 
 def _one_plan(model_id, gpu_id, precision, tp, isls, osls, load_kind, load_values, kv_precision, engine, ideal, price):
