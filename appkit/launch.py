@@ -80,6 +80,11 @@ def vllm(c: Launch) -> str:
     return "".join(f"# {n}\n" for n in notes) + _fmt(vllm_args(c))
 
 
+# A serving snippet binds every interface so that clients and load balancers on other machines reach it;
+# the note printed with it says so (the calculator itself, `make app`, binds 127.0.0.1 by default).
+PUBLIC_HOST_NOTE = "--host 0.0.0.0 serves other machines (clients, a load balancer); use 127.0.0.1 for this one only"
+
+
 def sglang(c: Launch) -> str:
     cmd = ["python", "-m", "sglang.launch_server", "--model-path", c.model, "--tp-size", str(c.tp)]
     if c.replicas > 1:
@@ -92,7 +97,7 @@ def sglang(c: Launch) -> str:
     # they are what `--engine sglang` models (capacity.engine.sglang_defaults)
     cmd += ["--context-length", str(c.max_model_len), "--host", "0.0.0.0", "--port", "30000"]
     notes = [n for n in (_weights_note(c.precision),
-                         "memory fraction, prefill chunk and request limit: SGLang's defaults for this GPU") if n]
+                         "memory fraction, prefill chunk and request limit: SGLang's defaults for this GPU", PUBLIC_HOST_NOTE) if n]
     return "".join(f"# {n}\n" for n in notes) + _fmt(cmd)
 
 
@@ -107,7 +112,7 @@ def trtllm(c: Launch) -> str:
         cmd += ["--extra_llm_api_options", "extra-llm-api.yml"]
     note = {"fp8": "FP8 weights: TensorRT-LLM loads a pre-quantized FP8 (ModelOpt) checkpoint; point the model at it"}.get(
         c.precision, _weights_note(c.precision))
-    head = (f"# {note}\n" if note else "")
+    head = (f"# {note}\n" if note else "") + f"# {PUBLIC_HOST_NOTE}\n"
     if c.replicas > 1:
         head += f"# {c.replicas} replicas: start one server per group of {c.tp} GPUs (CUDA_VISIBLE_DEVICES) behind a load balancer\n"
     return head + "\n".join(pre) + _fmt(cmd)
@@ -144,7 +149,7 @@ def serve():
     cmd = [
         "vllm", "serve", MODEL,
         {args_py}
-        "--host", "0.0.0.0",
+        "--host", "0.0.0.0",  # Modal's proxy reaches the server from outside the container
     ]
     subprocess.Popen(cmd)
 '''
