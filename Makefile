@@ -34,7 +34,8 @@ bench: venv
 	$(VENV)/bin/python scripts/bench_capacity.py
 
 # The calculator listens on this machine only; `make app HOST=0.0.0.0` serves it to other machines too.
-HOST = 127.0.0.1  # not ?=: a HOST exported by the shell (a host name) must not widen it
+# (not ?=: a HOST exported by the shell, often the host name, must not widen it)
+HOST = 127.0.0.1
 PORT = 8501
 app: venv
 	$(VENV)/bin/streamlit run app.py --server.address $(HOST) --server.port $(PORT)
