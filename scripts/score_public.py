@@ -22,6 +22,7 @@ import argparse
 import csv
 import io
 import math
+import re
 import statistics
 import sys
 from dataclasses import dataclass, field
@@ -260,7 +261,13 @@ def render_doc(rows: list[Row], scored: list[Scored]) -> str:
         r0 = by_src[sid][0]
         pin = f"commit `{r0.source_commit[:12]}`" if r0.source_commit else f"web page read {r0.read_on}"
         pubs = list(dict.fromkeys(r.published for r in by_src[sid]))
-        published = pubs[0] if len(pubs) == 1 else f"{len(pubs)} editions ({pubs[0]} … {pubs[-1]})"
+        dates = sorted({d for p in pubs for d in re.findall(r"\d{4}-\d{2}-\d{2}", p)})
+        if len(pubs) == 1:
+            published = pubs[0]
+        elif dates:
+            published = f"{len(pubs)} editions/runs, {dates[0]} … {dates[-1]}"
+        else:
+            published = f"{len(pubs)} editions ({pubs[0]} … {pubs[-1]})"
         L.append(f"| {sid} | {r0.source_kind} | {len(by_src[sid])} | {published} | {pin} |")
     L.append("")
     L += ["Rows per GPU, engine, model class, load regime and metric:", ""]
