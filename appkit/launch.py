@@ -1,5 +1,8 @@
 """Launch snippets reproducing a configuration: vLLM, SGLang, TensorRT-LLM (trtllm-serve) and a Modal app.
 
+Every engine flag comes from that engine's flag table and its per-GPU defaults (capacity/engines/), the same
+tables `validate run` builds commands from and `validate compare` reads back.
+
 The snippets are starting points: quantized precisions need a checkpoint in that format (or on-the-fly
 FP8), which the comments say."""
 
@@ -8,6 +11,9 @@ from __future__ import annotations
 import json
 import shlex
 from dataclasses import dataclass
+
+import capacity.engines as capacity_engines
+from capacity.engines import engine_profile
 
 # Modal's GPU type names (https://modal.com/docs/guide/gpu); None: not offered there
 MODAL_GPU = {"h100-sxm": "H100", "h200-sxm": "H200", "b200": "B200", "a100-80gb-sxm": "A100-80GB", "l40s": "L40S",
@@ -23,14 +29,34 @@ class Launch:
     precision: str  # bf16, fp8, fp4, int4, native
     kv_precision: str
     max_model_len: int
-    max_num_seqs: int = 1024
-    max_num_batched_tokens: int = 8192
-    gpu_memory_utilization: float = 0.92
-    large_moe_graphs: bool = False  # an MoE that runs > 512 sequences: capture CUDA graphs to 1,024 (vLLM)
+    gpu_memory_bytes: float | None = None  # usable memory per GPU: the engines' own defaults for it
+    large_moe_graphs: bool = False  # an MoE that runs > the default graphs' sequences: graphs to 1,024 (vLLM)
 
     @property
     def replicas(self) -> int:
         return max(self.num_gpus // self.tp, 1)
+
+
+LARGE_MOE_GRAPH_TOKENS = 1024  # sitting 6: Qwen3-30B-A3B at 640 and 1,024 sequences (GRAPHS_NOTE)
+
+
+def configuration(c: Launch, engine: str) -> dict[str, object]:
+    """The configuration as Scenario fields for one engine: the layout and lengths of `c`, and the engine's own
+    limits on this GPU (capacity/engines/), which its flag table writes where the engine takes them as flags."""
+    limits = engine_profile(engine, c.gpu_memory_bytes, c.tp)
+    values: dict[str, object] = {
+        "tp": c.tp, "replicas": c.replicas, "precision": c.precision, "kv_precision": c.kv_precision,
+        "max_model_len": c.max_model_len, "gpu_memory_utilization": limits.gpu_memory_utilization,
+        "max_num_seqs": limits.max_num_seqs, "max_num_batched_tokens": limits.max_num_batched_tokens}
+    if c.large_moe_graphs and engine == "vllm":
+        values["max_cudagraph_tokens"] = LARGE_MOE_GRAPH_TOKENS
+    return values
+
+
+def engine_args(c: Launch, engine: str) -> list[str]:
+    """The engine's flags for `c`, through its flag table (the table `validate run` and `compare` use)."""
+    table = capacity_engines.get(engine).flags
+    return table.argv(table.options_for(configuration(c, engine)))
 
 
 def _weights_note(p: str) -> str:
@@ -56,21 +82,10 @@ def _fmt(cmd: list[str]) -> str:
 
 
 def vllm_args(c: Launch) -> list[str]:
-    cmd = ["vllm", "serve", c.model, "--tensor-parallel-size", str(c.tp)]
-    if c.replicas > 1:
-        cmd += ["--data-parallel-size", str(c.replicas)]
-    if c.precision == "fp8":
-        cmd += ["--quantization", "fp8"]
-    if c.kv_precision == "fp8":
-        cmd += ["--kv-cache-dtype", "fp8"]
-    cmd += ["--max-model-len", str(c.max_model_len), "--gpu-memory-utilization", f"{c.gpu_memory_utilization:g}",
-            "--max-num-seqs", str(c.max_num_seqs), "--max-num-batched-tokens", str(c.max_num_batched_tokens)]
-    if c.large_moe_graphs:
-        cmd += ["--max-cudagraph-capture-size", "1024"]
-    return cmd + ["--port", "8000"]
+    return ["vllm", "serve", c.model, *engine_args(c, "vllm"), "--port", "8000"]
 
 
-GRAPHS_NOTE = ("MoE above 512 running sequences: vLLM 0.26 launches larger steps op by op, which cost "
+GRAPHS_NOTE = ("MoE above 512 running sequences (vLLM's default largest graph): vLLM 0.26 launches larger steps op by op, which cost "
                "Qwen3-30B-A3B ~70 ms per step on an H200; CUDA graphs to 1,024 gave +22 % requests/s at 1,024 "
                "sequences for 0.55 GiB (data/measurements/h200/vllm-0.26.0/sitting-6)")
 
@@ -86,25 +101,20 @@ PUBLIC_HOST_NOTE = "--host 0.0.0.0 serves other machines (clients, a load balanc
 
 
 def sglang(c: Launch) -> str:
-    cmd = ["python", "-m", "sglang.launch_server", "--model-path", c.model, "--tp-size", str(c.tp)]
-    if c.replicas > 1:
-        cmd += ["--dp-size", str(c.replicas)]
-    if c.precision == "fp8":
-        cmd += ["--quantization", "fp8"]
-    if c.kv_precision == "fp8":
-        cmd += ["--kv-cache-dtype", "fp8_e4m3"]
-    # memory fraction, prefill chunk and running-request limit are left to SGLang's own per-GPU defaults:
-    # they are what `--engine sglang` models (capacity.engine.sglang_defaults)
-    cmd += ["--context-length", str(c.max_model_len), "--host", "0.0.0.0", "--port", "30000"]
-    notes = [n for n in (_weights_note(c.precision),
-                         "memory fraction, prefill chunk and request limit: SGLang's defaults for this GPU", PUBLIC_HOST_NOTE) if n]
+    cmd = ["python", "-m", "sglang.launch_server", "--model-path", c.model, *engine_args(c, "sglang"),
+           "--host", "0.0.0.0", "--port", "30000"]
+    # memory fraction, prefill chunk and running-request limit are left to SGLang's own per-GPU defaults,
+    # which are what `--engine sglang` models (capacity/engines/sglang.py); the comment says what they are
+    limits = engine_profile("sglang", c.gpu_memory_bytes, c.tp)
+    defaults = (f"SGLang's defaults on this GPU: --mem-fraction-static {limits.gpu_memory_utilization:g}, "
+                f"--chunked-prefill-size {limits.max_num_batched_tokens}, "
+                f"--cuda-graph-max-bs {limits.max_cudagraph_tokens}")
+    notes = [n for n in (_weights_note(c.precision), defaults, PUBLIC_HOST_NOTE) if n]
     return "".join(f"# {n}\n" for n in notes) + _fmt(cmd)
 
 
 def trtllm(c: Launch) -> str:
-    cmd = ["trtllm-serve", "serve", c.model, "--backend", "pytorch", "--tp_size", str(c.tp),
-           "--max_batch_size", str(c.max_num_seqs), "--max_num_tokens", str(c.max_num_batched_tokens),
-           "--max_seq_len", str(c.max_model_len), "--kv_cache_free_gpu_memory_fraction", "0.9",
+    cmd = ["trtllm-serve", "serve", c.model, "--backend", "pytorch", *engine_args(c, "trtllm"),
            "--host", "0.0.0.0", "--port", "8000"]
     pre = []
     if c.kv_precision == "fp8":
@@ -143,7 +153,7 @@ app = modal.App("llm-capacity-serve")
               min_containers={c.replicas}, max_containers={c.replicas},
               volumes={{"/cache/huggingface": hf_cache}},
               secrets=[modal.Secret.from_name("huggingface-secret")])
-@modal.concurrent(max_inputs={c.max_num_seqs})
+@modal.concurrent(max_inputs={configuration(c, 'vllm')['max_num_seqs']})
 @modal.web_server(port=8000, startup_timeout=20 * MINUTES)
 def serve():
     cmd = [

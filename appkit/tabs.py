@@ -12,9 +12,11 @@ from appkit.compute import Headline
 from appkit.measured import best_configurations, latency_column, matches_scenario
 from capacity import Scenario
 from capacity.architecture import catalog_ids
-from capacity.engine import engine_profile
+from capacity.engines import EngineProfile, engine_profile
+from capacity.errors import CapacityError
+from capacity.estimate import plan_for
 from capacity.formulas import FORMULAS, latex
-from capacity.hardware import gpu_catalog
+from capacity.hardware import gpu_catalog, load_gpu
 
 
 # ---------- formatting ----------
@@ -62,8 +64,17 @@ def _csv_button(df: pd.DataFrame, name: str, key: str) -> None:
 
 # ---------- headline ----------
 
+def engine_limits(s: Scenario) -> EngineProfile:
+    """The sidebar engine's limits on the sidebar's GPU and TP, as the estimate uses them (capacity/engines/);
+    the engine's reference GPU where the configuration does not fit."""
+    try:
+        return plan_for(s).profile
+    except CapacityError:
+        return engine_profile(s.engine, None, s.tp)
+
+
 def _sequence_cap(s: Scenario) -> str:
-    cap = engine_profile(s.engine).max_num_seqs
+    cap = engine_limits(s).max_num_seqs
     return f"{s.engine} runs at most {cap:,} sequences per replica" if cap < 10**8 else "no engine cap on sequences"
 
 
@@ -372,9 +383,16 @@ def formulas_tab(s: Scenario, h: Headline, ttft_slo: float, itl_slo: float, targ
 
 def launch_tab(s: Scenario, h: Headline, ttft_slo: float, itl_slo: float, target: float) -> None:
     model = s.model if s.model in catalog_ids() else "/path/to/your/model"
+    try:
+        memory = load_gpu(s.gpu).usable_memory_bytes
+    except CapacityError:
+        memory = None
+    # an MoE whose replica holds more users than vLLM's largest default CUDA graph (sitting 6: graphs to 1,024)
+    graph_tokens = engine_profile("vllm", memory, s.tp).max_cudagraph_tokens
     cfg = snippets.Launch(model=model, gpu=s.gpu, num_gpus=s.num_gpus, tp=s.tp, precision=s.precision,
                           kv_precision=s.kv_precision, max_model_len=-(-(s.isl + s.osl) // 1024) * 1024,
-                          large_moe_graphs=cached.is_moe(s.model) and h.max_concurrent_users > 512 * h.replicas)
+                          gpu_memory_bytes=memory,
+                          large_moe_graphs=cached.is_moe(s.model) and h.max_concurrent_users > graph_tokens * h.replicas)
     st.markdown(f"Commands that start this configuration ({layout_text(s)}, max model length {cfg.max_model_len:,} "
                 f"tokens: the request's {s.isl + s.osl:,} rounded up to a multiple of 1,024). "
                 "Measure it with `validate sweep` or `vllm bench serve` and upload the result in *Measured vs predicted*.")
