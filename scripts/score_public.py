@@ -160,36 +160,39 @@ def score(rows: list[Row]) -> list[Scored]:
 
 
 def likely_causes(sc: Scored) -> str:
-    """Heuristic causes from the scenario's traits and the estimate's own flags (not a diagnosis)."""
+    """Heuristic causes from the scenario's traits and the estimate's own flags, most specific first (not a diagnosis)."""
     r, e = sc.row, sc.est
     causes = []
     bias = sc.speed_bias or 0.0
+    foreign = r.engine not in MODELLED_ENGINES
+    launch_bound = e is not None and any("CUDA graph" in n for n in e.notes)
     if r.pp > 1:
         causes.append("pipeline parallel scored as replicas")
-    if e is not None and e.decode_host_bound and r.engine not in MODELLED_ENGINES and bias < 0:
+    if e is not None and foreign and launch_bound and bias < 0:
+        causes.append("launch floor: vLLM's eager MoE steps above its 512-token CUDA graphs (TensorRT-LLM captures graphs to 8,192)")
+    if e is not None and foreign and e.decode_host_bound and bias < 0:
         causes.append("host floor: vLLM's per-sequence host cost applied to an engine with a lighter scheduler")
-    if r.gpu in AMD:
-        causes.append("ROCm efficiency: H200 vLLM calibration extrapolated to MI300X")
+    if r.metric == "ttft_s" and r.load == "concurrency" and (r.concurrency or 1) > 1 and (sc.error or 0) > 0:
+        causes.append("closed loop priced as synchronized waves (all C prompts prefilled together); real clients drift "
+                      "apart, so a request's TTFT sees about one prefill")
+    if e is not None and e.saturated and e.max_concurrent_requests < 256 and r.load in ("offline", "concurrency") and bias < 0:
+        causes.append(f"memory rule: only {e.max_concurrent_requests:,} sequences fit by the vLLM KV rule")
     if model_class(r.model).startswith("MLA"):
         causes.append("MLA attention and 256-expert MoE (DeepSeek) priced by dense-GEMM rooflines")
-    if r.dp > 1 or (r.ep > 1 and r.engine not in MODELLED_ENGINES):
-        causes.append("attention DP / expert parallel all-to-all scored as TP")
+    if r.gpu in AMD:
+        causes.append(f"ROCm efficiency: the H200 {sc.scenario['engine']} calibration extrapolated to {r.gpu}")
+    if r.dp > 1 or (r.ep > 1 and foreign):
+        causes.append("attention DP / expert-parallel all-to-all scored as TP")
     if r.weight_precision in ("nvfp4", "mxfp4") and r.gpu in BLACKWELL:
         causes.append("FP4 kernels on Blackwell carried with FP8 efficiency factors")
     if r.weight_precision in ("nvfp4", "mxfp4") and r.gpu not in BLACKWELL and r.gpu not in AMD:
         causes.append("FP4 weights on a GPU without FP4 tensor cores (weight-only)")
-    if e is not None and e.saturated and e.max_concurrent_requests < 256 and r.load in ("offline", "concurrency"):
-        causes.append(f"memory rule: only {e.max_concurrent_requests:,} sequences fit by the vLLM KV rule")
-    if e is not None and r.engine not in MODELLED_ENGINES and any("CUDA graph" in n for n in e.notes):
-        causes.append("vLLM's eager launch floor above 512-token graphs (TensorRT-LLM captures graphs to 8,192)")
     if r.isl >= 8192:
         causes.append("long-prompt prefill")
     if r.gpu in ("l40s", "a100-80gb-sxm", "rtx-pro-6000"):
         causes.append("GPU never measured here (calibration extrapolated)")
-    if r.metric == "ttft_s" and r.load == "concurrency" and (sc.error or 0) > 0:
-        causes.append("TTFT under load: long prompts' prefill chunks share vLLM's 8,192-token step budget with decode")
     if "unit" in r.note and "not" in r.note:
-        causes.append("unit of the published figure ambiguous")
+        causes.append("unit or setup of the published figure not stated")
     if not causes:
         causes.append("engine-specific scheduling/kernels (no single trait)")
     return "; ".join(causes[:3])
@@ -315,6 +318,18 @@ def render_doc(rows: list[Row], scored: list[Scored]) -> str:
                  f"{s.scenario['load']} | {r.metric} | {r.value:,.4g} | {s.predicted:,.4g} | {pct(s.error)} | {likely_causes(s)} |")
     L.append("")
     L += ["Ranked by |log(predicted ÷ measured)|, so a 3× under-prediction ranks with a 3× over-prediction.", ""]
+    L += ["Largest miss of each source (the list above is dominated by one configuration family):", "",
+          "| source | row | model | GPU | ISL/OSL | load | metric | measured | predicted | error | likely cause |",
+          "|---|---|---|---|---|---|---|---|---|---|---|"]
+    worst_of: dict[str, Scored] = {}
+    for s_ in sorted(ok, key=lambda s: (-abs(math.log(1 + s.error)), s.row.row_id)):
+        worst_of.setdefault(s_.row.source_id, s_)
+    for sid in sorted(worst_of):
+        s_ = worst_of[sid]
+        r = s_.row
+        L.append(f"| {sid} | {r.row_id} | {r.model} {r.weight_precision} | {r.num_gpus}× {r.gpu} | {r.isl}/{r.osl} | "
+                 f"{s_.scenario['load']} | {r.metric} | {r.value:,.4g} | {s_.predicted:,.4g} | {pct(s_.error)} | {likely_causes(s_)} |")
+    L.append("")
 
     L += ["## Refused rows", ""]
     if not refused:
