@@ -8,6 +8,7 @@ stops the engine and keeps every finished point (exit 130).
 from __future__ import annotations
 
 import argparse
+import math
 import shlex
 import sys
 from pathlib import Path
@@ -17,12 +18,25 @@ from pydantic import ValidationError
 
 from validate import commands, report
 from validate.engines import ENGINES
-from validate.errors import UsageError, ValidateError
+from validate.errors import UsageError, ValidateError, one_line
 
 
 class Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         raise UsageError(f"{self.prog}: {message}")
+
+
+def _positive_seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (0 < value <= MAX_TIMEOUT_S):
+        raise argparse.ArgumentTypeError(f"expected seconds, more than 0 and at most {MAX_TIMEOUT_S:g} (got {text!r})")
+    return value
+
+
+MAX_TIMEOUT_S = 7 * 24 * 3600.0
 
 
 def _add_load_options(p: argparse.ArgumentParser) -> None:
@@ -42,7 +56,9 @@ def _add_load_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--max-concurrency", type=int, help="cap on requests in flight at rate points")
     g.add_argument("--length-dist", default="fixed", help="fixed | uniform:R | normal:R | file:PATH")
     g.add_argument("--seed", type=int, default=0)
-    g.add_argument("--request-timeout-s", type=float, default=1800.0)
+    g.add_argument("--request-timeout-s", type=_positive_seconds,
+                   help="timeout of one request, start to end of its stream (default: from the load: 60 s + the "
+                        "requests in flight x the longest request's tokens / 1,000 tokens/s)")
     g.add_argument("--gpu", help="GPU id of the hardware catalog, recorded for compare (e.g. h200-sxm)")
     g.add_argument("--out", required=True, help="results folder (rerun with the same folder to resume)")
 
@@ -89,34 +105,37 @@ def build_parser() -> Parser:
     return parser
 
 
-def _validation_message(err: ValidationError) -> str:
-    first = err.errors()[0]
-    where = ".".join(str(part) for part in first["loc"])
-    return f"{where}: {first['msg']}" if where else first["msg"]
+def _engine_args(items: list[str]) -> list[str]:
+    try:
+        return [part for item in items for part in shlex.split(item)]
+    except ValueError as err:  # unbalanced quotes
+        raise UsageError(f"--engine-arg {items!r}: {err}") from None
 
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
         args = build_parser().parse_args(argv)
-        args.engine_args = [part for item in getattr(args, "engine_arg", []) for part in shlex.split(item)]
+        args.engine_args = _engine_args(getattr(args, "engine_arg", []))
         args.argv = ["validate", *argv]
         return int(args.func(args) or 0)
     except ValidationError as err:
-        print(f"UsageError: {_validation_message(err)}", file=sys.stderr)
+        print(f"UsageError: {one_line(err, with_input=False)}", file=sys.stderr)
     except ValidateError as err:
-        print(f"{type(err).__name__}: {err}", file=sys.stderr)
+        print(f"{type(err).__name__}: {one_line(err)}", file=sys.stderr)
     except Exception as err:
         # compare/calibrate load the capacity model; its bad-input errors are one line too. The run and
         # sweep paths never import it (they run where only numpy/pydantic/httpx exist).
         errors = sys.modules.get("capacity.errors")
         if errors is None or not isinstance(err, errors.CapacityError):
             raise
-        print(f"{type(err).__name__}: {err}", file=sys.stderr)
+        print(f"{type(err).__name__}: {one_line(err)}", file=sys.stderr)
     except KeyboardInterrupt:
-        out = getattr(locals().get("args"), "out", None)
+        args_ = locals().get("args")
+        out = getattr(args_, "out", None)
         kept = f"; finished points are kept in {Path(out)}" if out else ""
-        print(f"Interrupted: engine stopped{kept}", file=sys.stderr)
+        stopped = "engine stopped" if getattr(args_, "command", None) == "run" else "stopped"
+        print(f"Interrupted: {stopped}{kept}", file=sys.stderr)
         return 130
     return 2
 

@@ -6,12 +6,14 @@ token chunk, stamped with time.perf_counter() when its bytes arrive. TTFT = firs
 tokens come from ``usage``. A chunk may carry several tokens (an engine that batches its stream):
 its gap is split evenly over its tokens (from ``token_ids`` when sent, otherwise the tokens that
 ``usage`` reports beyond the chunk count are spread evenly over the chunks), so there is one
-inter-token gap per output token after the first. HTTP errors, exceptions and streams that end
-before ``[DONE]``/``usage`` become a record with ``error`` set; nothing here raises.
+inter-token gap per output token after the first. HTTP errors, exceptions, streams that end
+before ``[DONE]``/``usage`` and requests that outlive their timeout (start to end of the stream) become
+a record with ``error`` set; nothing here raises.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import ssl
 import time
@@ -121,6 +123,11 @@ def token_gaps_s(chunk_times: list[float], chunk_tokens: list[int], output_token
     return gaps
 
 
+def _count(value: Any) -> int | None:
+    """A token count from a server's ``usage``: a non-negative integer, or None for anything else."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+
+
 class Client:
     """``async with Client(url, model) as client: record = await client.send(spec, load, t0)``"""
 
@@ -130,7 +137,8 @@ class Client:
         self.model = model
         self.dialect = dialect
         self.text_of = text_of
-        self.timeout = httpx.Timeout(request_timeout_s, connect=30.0, pool=None)
+        self.request_timeout_s = request_timeout_s  # whole request, start to end of stream
+        self.timeout = httpx.Timeout(request_timeout_s, connect=min(30.0, request_timeout_s), pool=None)
         # One small httpx client per request in flight, reused: httpcore's pool scans all its
         # connections for every request, which costs O(connections) per request at high concurrency.
         self.idle: list[httpx.AsyncClient] = []
@@ -153,16 +161,20 @@ class Client:
         for http in idle:
             await http.aclose()
 
-    async def send(self, spec: RequestSpec, load: str, t0: float) -> RequestRecord:
-        """One streamed request; never raises for HTTP or network trouble (see RequestRecord.error)."""
+    async def send(self, spec: RequestSpec, load: str, t0: float, timeout_s: float | None = None) -> RequestRecord:
+        """One streamed request; never raises for HTTP or network trouble (see RequestRecord.error).
+        ``timeout_s``: this request's timeout (default: the client's)."""
         http = self._http()
         body = payload(spec, self.model, self.dialect, self.text_of)
         state = StreamState()
         self.in_flight += 1
         self.max_in_flight = max(self.max_in_flight, self.in_flight)
+        limit_s = self.request_timeout_s if timeout_s is None else timeout_s
+        timeout = httpx.Timeout(limit_s, connect=min(30.0, limit_s), pool=None)
         start = time.perf_counter()
         try:
-            async with http.stream("POST", "/v1/completions", json=body) as response:
+            async with asyncio.timeout(limit_s), http.stream("POST", "/v1/completions", json=body,
+                                                             timeout=timeout) as response:
                 if response.status_code != 200:
                     text = (await response.aread()).decode(errors="replace")
                     state.error = f"HTTP {response.status_code}: {' '.join(text.split())[:300]}"
@@ -178,6 +190,9 @@ class Client:
         except httpx.HTTPError as err:
             state.error = f"{type(err).__name__}: {err}" + (
                 f" (after {len(state.chunk_times)} token chunks)" if state.chunk_times else "")
+        except TimeoutError:
+            state.error = f"Timeout: no complete response within the request timeout of {limit_s:g} s" + (
+                f" (after {len(state.chunk_times)} token chunks)" if state.chunk_times else "")
         finally:
             self.in_flight -= 1
             self.idle.append(http)
@@ -187,8 +202,8 @@ class Client:
     def _record(self, spec: RequestSpec, load: str, t0: float, start: float, end: float,
                 state: StreamState) -> RequestRecord:
         usage = state.usage or {}
-        output_tokens = int(usage.get("completion_tokens") or sum(state.chunk_tokens))
-        input_tokens = int(usage.get("prompt_tokens") or len(spec.prompt_ids))
+        output_tokens = _count(usage.get("completion_tokens")) or sum(state.chunk_tokens)
+        input_tokens = _count(usage.get("prompt_tokens")) or len(spec.prompt_ids)
         ok = state.error is None
         gaps = token_gaps_s(state.chunk_times, state.chunk_tokens, output_tokens) if ok else []
         return RequestRecord(

@@ -12,7 +12,7 @@ from rich.console import Console
 from validate import __version__, engines, environment
 from validate.engines.config import EngineConfig
 from validate.engines.launcher import EngineProcess, free_port
-from validate.errors import UsageError
+from validate.errors import PointFailedError, UsageError
 from validate.importers import import_file
 from validate.modeldir import ModelInfo, config_info, prepare_model_dir, text_decoder
 from validate.profiles import LoadOptions, parse_profile
@@ -52,12 +52,18 @@ def _metadata(args: argparse.Namespace, workload: Workload, options: LoadOptions
         workload={**workload.describe(), **options.model_dump()}, validate_version=__version__, **fields)
 
 
-def _finish(results: ResultsDir, points: list) -> int:
+def _finish(results: ResultsDir, points: list, measured: bool = True) -> int:
     console = Console()
     if not console.is_terminal:
         console = Console(width=160)  # keep the table readable in logs and pipes
     console.print(summary_table(points))
     Console(stderr=True, soft_wrap=True).print(f"points: {results.path / 'points.jsonl'}")
+    empty = [p for p in points if p.completed == 0]
+    if measured and empty:
+        raise PointFailedError(
+            f"load point{'s' if len(empty) > 1 else ''} {', '.join(p.load for p in empty)} completed none of "
+            f"{'their' if len(empty) > 1 else 'its'} requests ({empty[0].errors[0][:200] if empty[0].errors else '?'}); "
+            "rerun the same command to measure them again (the other points are kept)")
     return 0
 
 
@@ -117,14 +123,21 @@ def _served(base_url: str) -> tuple[list[dict], str | None]:
             for path in VERSION_PATHS:
                 version = http.get(base_url + path)
                 try:
-                    found = version.json().get("version") if version.status_code == 200 else None
+                    answer = version.json() if version.status_code == 200 else None
                 except ValueError:  # a 200 that is not JSON
-                    found = None
+                    answer = None
+                found = answer.get("version") if isinstance(answer, dict) else None
                 if found:
                     break
     except httpx.HTTPError as err:
         raise UsageError(f"no OpenAI-compatible server at {base_url}: {type(err).__name__}: {err}") from None
-    data = models.json().get("data") or []
+    try:
+        listed = models.json()
+    except ValueError:
+        listed = None
+    data = listed.get("data") if isinstance(listed, dict) else None
+    if not isinstance(data, list):
+        raise UsageError(f"{base_url}/v1/models did not answer a model list ({models.text[:100]!r})")
     return [m for m in data if isinstance(m, dict)], found if isinstance(found, str) else None
 
 
@@ -173,4 +186,4 @@ def import_report(args: argparse.Namespace) -> int:
     for point in points:
         results.append_point(point)
     results.write_metadata(metadata)
-    return _finish(results, points)
+    return _finish(results, points, measured=False)

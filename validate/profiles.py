@@ -6,13 +6,20 @@ burst:N         all N submitted at once; throughput = completed / time until the
 rate:R          arrivals at R per second, evenly spaced (constant) or Poisson (open loop)
 sweep           sync, then a burst, then K rates evenly spaced strictly between the two measured
                 request rates (guidellm's and Modal's sweep)
-Lists are allowed: ``concurrency:1,4,16``, ``rate:2,4``. Each point sends ``warmup`` requests first
-(all at once, excluded from its metrics), then its requests until the count or duration is reached.
+Lists are allowed: ``concurrency:1,4,16``, ``rate:2,4``; two values with one label (rates equal to 6
+significant digits) are refused. Each point sends ``warmup`` requests first (all at once, excluded from
+its metrics), then its requests until the count or duration is reached.
+
+The default request timeout of a point (``request_timeout_s``) comes from its load: 60 s, plus the time
+a very slow server (1,000 tokens/s in all) needs for every request that can be in flight at once to
+ask for the longest input + output of the workload. One request at a time of 1,024 + 128 tokens gets
+61 s; a burst of 1,000 such requests 1,212 s.
 """
 
 from __future__ import annotations
 
 import asyncio
+import math
 import time
 from collections.abc import Awaitable, Callable, Iterator
 from typing import Literal
@@ -66,13 +73,45 @@ def _numbers(kind: str, text: str) -> list[float]:
     return values
 
 
+MAX_LOAD = 10**7  # requests in a burst, clients, or requests/s: far past any server
+
+
 def parse_profile(text: str) -> list[LoadPoint] | Literal["sweep"]:
     kind, _, arg = text.strip().partition(":")
     if kind in ("sweep", "sync") and not arg:
         return "sweep" if kind == "sweep" else [LoadPoint(kind="sync")]
     if kind in ("concurrency", "burst", "rate") and arg:
-        return [LoadPoint(kind=kind, value=v) for v in _numbers(kind, arg)]  # type: ignore[arg-type]
+        values = _numbers(kind, arg)
+        if max(values) > MAX_LOAD:
+            raise UsageError(f"--profile {text}: at most {MAX_LOAD:,} per point")
+        points = [LoadPoint(kind=kind, value=v) for v in values]  # type: ignore[arg-type]
+        _refuse_shared_labels(text, points)
+        return points
     raise UsageError(f"--profile {text!r}: use sweep, sync, burst:N, concurrency:C or rate:R")
+
+
+def _refuse_shared_labels(text: str, points: list[LoadPoint]) -> None:
+    """Points are stored and resumed by label: two values with one label would silently skip the second."""
+    seen: dict[str, float | None] = {}
+    for p in points:
+        if p.label in seen:
+            raise UsageError(f"--profile {text}: {seen[p.label]:g} and {p.value:g} are the same load point "
+                             f"{p.label} (labels keep 6 significant digits); give distinct values")
+        seen[p.label] = p.value
+
+
+def request_timeout_s(point: LoadPoint, options: LoadOptions, max_total_tokens: int) -> float:
+    """Default timeout of one request at this point: 60 s + in-flight requests x longest request / 1,000 tokens/s."""
+    if point.kind == "sync":
+        in_flight = 1.0
+    elif point.kind in ("burst", "concurrency"):
+        in_flight = float(point.value or 1)
+    else:  # rate: capped, or every request of the point (count, or arrivals over the duration)
+        bounds = [float(options.max_concurrency or math.inf), float(options.num_requests or math.inf)]
+        if options.duration_s:
+            bounds.append(math.ceil(float(point.value or 1) * options.duration_s))
+        in_flight = min(bounds) if math.isfinite(min(bounds)) else 1.0
+    return 60.0 + in_flight * max(max_total_tokens, 1) / 1_000.0
 
 
 def sweep_rates_per_s(sync: PointResult, burst: PointResult, count: int) -> list[float]:
@@ -80,7 +119,8 @@ def sweep_rates_per_s(sync: PointResult, burst: PointResult, count: int) -> list
     if sync.requests_per_s <= 0 or burst.requests_per_s <= 0:
         raise ValidateError(
             f"sweep needs completed sync and burst points to place its rates (sync {sync.requests_per_s:.3g}/s, "
-            f"burst {burst.requests_per_s:.3g}/s; errors: {'; '.join(sync.errors + burst.errors)[:300]})")
+            f"burst {burst.requests_per_s:.3g}/s; errors: {'; '.join(sync.errors + burst.errors)[:300]}); rerun the same "
+            "command to measure them again")
     return [float(r) for r in np.linspace(sync.requests_per_s, burst.requests_per_s, count + 2)[1:-1]]
 
 
@@ -94,17 +134,25 @@ def plan(profile: str, options: LoadOptions, done: dict[str, PointResult]) -> It
     burst = LoadPoint(kind="burst", value=options.burst_size or options.num_requests or 100)
     yield sync
     yield burst
-    for rate in sweep_rates_per_s(done[sync.label], done[burst.label], options.sweep_rates):
-        yield LoadPoint(kind="rate", value=rate)
+    rates = [LoadPoint(kind="rate", value=r) for r in sweep_rates_per_s(done[sync.label], done[burst.label],
+                                                                          options.sweep_rates)]
+    if len({p.label for p in rates}) < len(rates) or {sync.label, burst.label} & {p.label for p in rates}:
+        raise ValidateError(f"sweep rates {', '.join(p.label for p in rates)} are not distinct to 6 significant "
+                            f"digits (sync {done[sync.label].requests_per_s:.6g}/s, burst "
+                            f"{done[burst.label].requests_per_s:.6g}/s); use fewer --sweep-rates or a larger burst")
+    yield from rates
 
 
 async def run_point(client: Client, point: LoadPoint, maker: PromptMaker, options: LoadOptions,
-                    on_request: Callable[[RequestRecord], None] | None = None) -> list[RequestRecord]:
-    """Send one load point's requests (after its warm-up) and return their records."""
+                    on_request: Callable[[RequestRecord], None] | None = None,
+                    timeout_s: float | None = None) -> list[RequestRecord]:
+    """Send one load point's requests (after its warm-up) and return their records. ``timeout_s``: of each
+    request (default: the client's)."""
     label = point.label
     if options.warmup:
         warm_t0 = time.perf_counter()
-        await asyncio.gather(*(client.send(maker.next(), "warmup", warm_t0) for _ in range(options.warmup)))
+        await asyncio.gather(*(client.send(maker.next(), "warmup", warm_t0, timeout_s)
+                               for _ in range(options.warmup)))
     client.max_in_flight = 0
     count = int(point.value or 0) if point.kind == "burst" else options.num_requests
     records: list[RequestRecord] = []
@@ -118,7 +166,7 @@ async def run_point(client: Client, point: LoadPoint, maker: PromptMaker, option
                 and (deadline is None or time.perf_counter() < deadline))
 
     async def send_one() -> None:
-        record = await client.send(maker.next(), label, t0)
+        record = await client.send(maker.next(), label, t0, timeout_s)
         records.append(record)
         refused[0] = refused[0] or (record.error or "").startswith("ConnectError")
         if on_request:

@@ -3,6 +3,11 @@
 Every load point is appended to points.jsonl (flushed and fsynced) as soon as it completes, after its
 requests went to requests.jsonl, so an interrupted run keeps every finished point and a rerun of the
 same command skips them. All times are in seconds, all rates per second (SI units in every name).
+
+Reading is strict: every line must be a record (finite, non-negative numbers), else ResultsError
+``FILE:LINE: field: what was expected`` on one line. The one exception is the last line of a JSONL
+file, which a run killed mid-write can leave torn: readers skip it, and a resume drops it from the
+file (with a warning) before anything is appended, so a new line is never glued onto a fragment.
 """
 
 from __future__ import annotations
@@ -10,16 +15,23 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from validate.engines.config import EngineFacts
-from validate.errors import ResultsError
+from validate.errors import ResultsError, one_line
 
 POINTS_FILE = "points.jsonl"
 REQUESTS_FILE = "requests.jsonl"
 METADATA_FILE = "metadata.json"
+MAX_JSON_BYTES = 64 * 2**20  # metadata.json, scenario.json, facts.json, excluded.json
+
+Seconds = Annotated[float, Field(ge=0, allow_inf_nan=False)]
+PerSecond = Annotated[float, Field(ge=0, allow_inf_nan=False)]
+Tokens = Annotated[float, Field(ge=0, allow_inf_nan=False)]
+Count = Annotated[int, Field(ge=0)]
+Record = TypeVar("Record", bound=BaseModel)
 
 
 class RequestRecord(BaseModel):
@@ -28,17 +40,17 @@ class RequestRecord(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     load: str
-    index: int
-    start_s: float
-    end_s: float
-    ttft_s: float | None = None
-    e2e_latency_s: float | None = None
-    itls_s: list[float] = Field(default_factory=list, description="one gap per output token after the first")
-    num_chunks: int = 0
-    input_tokens: int = 0
-    output_tokens: int = 0
-    requested_input_tokens: int = 0
-    requested_output_tokens: int = 0
+    index: Count
+    start_s: Seconds
+    end_s: Seconds
+    ttft_s: Seconds | None = None
+    e2e_latency_s: Seconds | None = None
+    itls_s: list[Seconds] = Field(default_factory=list, description="one gap per output token after the first")
+    num_chunks: Count = 0
+    input_tokens: Count = 0
+    output_tokens: Count = 0
+    requested_input_tokens: Count = 0
+    requested_output_tokens: Count = 0
     error: str | None = None
 
     @property
@@ -52,37 +64,37 @@ class PointResult(BaseModel):
     model_config = ConfigDict(extra="allow")
 
     load: str
-    completed: int
-    failed: int
-    duration_s: float
-    requests_per_s: float
-    output_tokens_per_s: float
-    total_tokens_per_s: float
-    input_tokens_per_s: float | None = None
-    mean_ttft_s: float | None = None
-    median_ttft_s: float | None = None
-    p90_ttft_s: float | None = None
-    p99_ttft_s: float | None = None
-    mean_itl_s: float | None = None
-    median_itl_s: float | None = None
-    p90_itl_s: float | None = None
-    p99_itl_s: float | None = None
-    mean_tpot_s: float | None = None
-    median_tpot_s: float | None = None
-    p90_tpot_s: float | None = None
-    p99_tpot_s: float | None = None
-    mean_e2e_latency_s: float | None = None
-    median_e2e_latency_s: float | None = None
-    p90_e2e_latency_s: float | None = None
-    p99_e2e_latency_s: float | None = None
-    isl: float | None = Field(default=None, description="mean input tokens of completed requests")
-    osl: float | None = Field(default=None, description="mean output tokens of completed requests")
-    total_input_tokens: int = 0
-    total_output_tokens: int = 0
-    target_rate_per_s: float | None = None
-    max_concurrency: int | None = Field(default=None, description="most requests in flight at once")
-    mean_concurrency: float | None = Field(default=None, description="sum of e2e latencies / duration")
-    warmup_requests: int = 0
+    completed: Count
+    failed: Count
+    duration_s: Seconds
+    requests_per_s: PerSecond
+    output_tokens_per_s: PerSecond
+    total_tokens_per_s: PerSecond
+    input_tokens_per_s: PerSecond | None = None
+    mean_ttft_s: Seconds | None = None
+    median_ttft_s: Seconds | None = None
+    p90_ttft_s: Seconds | None = None
+    p99_ttft_s: Seconds | None = None
+    mean_itl_s: Seconds | None = None
+    median_itl_s: Seconds | None = None
+    p90_itl_s: Seconds | None = None
+    p99_itl_s: Seconds | None = None
+    mean_tpot_s: Seconds | None = None
+    median_tpot_s: Seconds | None = None
+    p90_tpot_s: Seconds | None = None
+    p99_tpot_s: Seconds | None = None
+    mean_e2e_latency_s: Seconds | None = None
+    median_e2e_latency_s: Seconds | None = None
+    p90_e2e_latency_s: Seconds | None = None
+    p99_e2e_latency_s: Seconds | None = None
+    isl: Tokens | None = Field(default=None, description="mean input tokens of completed requests")
+    osl: Tokens | None = Field(default=None, description="mean output tokens of completed requests")
+    total_input_tokens: Count = 0
+    total_output_tokens: Count = 0
+    target_rate_per_s: PerSecond | None = None
+    max_concurrency: Count | None = Field(default=None, description="most requests in flight at once")
+    mean_concurrency: Tokens | None = Field(default=None, description="sum of e2e latencies / duration")
+    warmup_requests: Count = 0
     errors: list[str] = Field(default_factory=list, description="up to 5 distinct error strings")
     source: str = "validate"
 
@@ -113,11 +125,103 @@ class RunMetadata(BaseModel):
     python: str | None = None
 
 
+
+
+class ScenarioFile(BaseModel):
+    """scenario.json beside a run (campaign scripts): the configuration when metadata.json lacks it."""
+
+    model_config = ConfigDict(extra="allow", strict=True)
+
+    model: str | None = None
+    gpu: str | None = None
+    engine: str | None = None
+    engine_argv: list[str] | None = None
+    precision: str | None = None
+    kv_precision: str | None = None
+
+
+class FactsFile(BaseModel):
+    """facts.json beside a run: what the engine's log said at start-up (only kv_cache_tokens is read)."""
+
+    model_config = ConfigDict(extra="allow", strict=True)
+
+    kv_cache_tokens: Count | None = None
+
+
+class ExcludedPoint(BaseModel):
+    model_config = ConfigDict(extra="allow", strict=True)
+
+    run: str
+    load: str
+
+
+class ExcludedFile(BaseModel):
+    """excluded.json: points left out of comparisons, each with its run folder, load and a reason."""
+
+    model_config = ConfigDict(extra="allow", strict=True)
+
+    points: list[ExcludedPoint] = Field(default_factory=list)
+
+
+def read_json_file(path: Path, model: type[Record]) -> Record:
+    """One JSON file through its model; any fault is ResultsError ``FILE: field: what was expected``."""
+    try:
+        if path.stat().st_size > MAX_JSON_BYTES:
+            raise ResultsError(f"{path}: larger than {MAX_JSON_BYTES // 2**20} MiB")
+        raw = path.read_bytes()
+    except OSError as err:
+        raise ResultsError(f"{path}: cannot read: {one_line(err)}") from None
+    try:
+        return model.model_validate_json(raw)
+    except ValidationError as err:
+        raise ResultsError(f"{path}: {one_line(err)}") from None
+
+
+class _Line(BaseModel):
+    text: str
+    number: int
+
+
+def _jsonl(path: Path, model: type[Record]) -> tuple[list[tuple[str, Record]], _Line | None]:
+    """(every good line with its record, the torn last line or None). A bad line before the last is an error."""
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        return [], None
+    except OSError as err:
+        raise ResultsError(f"{path}: cannot read: {one_line(err)}") from None
+    lines = raw.decode("utf-8", errors="replace").split("\n")
+    numbered = [(n, line) for n, line in enumerate(lines, 1) if line.strip()]
+    good: list[tuple[str, Record]] = []
+    for i, (number, line) in enumerate(numbered):
+        try:
+            good.append((line, model.model_validate_json(line)))
+        except ValidationError as err:
+            if i == len(numbered) - 1:
+                return good, _Line(text=line, number=number)
+            raise ResultsError(f"{path}:{number}: {one_line(err)}") from None
+    return good, None  # a last line without its newline gets one before the next append (_fsync_append)
+
+
 def _fsync_append(path: Path, lines: list[str]) -> None:
-    with open(path, "a", encoding="utf-8") as f:
+    with open(path, "ab") as f:
+        if f.tell() > 0:
+            with open(path, "rb") as r:
+                r.seek(-1, os.SEEK_END)
+                if r.read(1) != b"\n":  # never glue a line onto an unterminated last line
+                    f.write(b"\n")
+        f.write("".join(line + "\n" for line in lines).encode("utf-8"))
+        f.flush()
+        os.fsync(f.fileno())
+
+
+def _replace(path: Path, lines: list[str]) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    with open(tmp, "w", encoding="utf-8") as f:
         f.write("".join(line + "\n" for line in lines))
         f.flush()
         os.fsync(f.fileno())
+    os.replace(tmp, path)
 
 
 class ResultsDir:
@@ -128,25 +232,34 @@ class ResultsDir:
         try:
             self.path.mkdir(parents=True, exist_ok=True)
         except OSError as err:
-            raise ResultsError(f"cannot create --out folder {self.path}: {err}") from None
+            raise ResultsError(f"cannot create --out folder {self.path}: {one_line(err)}") from None
 
     def points(self) -> list[PointResult]:
-        """Stored points; a torn last line (killed mid-write) is ignored."""
-        path = self.path / POINTS_FILE
-        if not path.exists():
-            return []
-        lines = path.read_text().splitlines()
-        points = []
-        for number, line in enumerate(lines, 1):
-            if not line.strip():
-                continue
-            try:
-                points.append(PointResult.model_validate_json(line))
-            except ValidationError as err:
-                if number == len(lines):
-                    break
-                raise ResultsError(f"{path}:{number} is not a load point: {err.errors()[0]['msg']}") from None
-        return points
+        """Stored points; a torn last line (killed mid-write) is skipped."""
+        return [p for _, p in _jsonl(self.path / POINTS_FILE, PointResult)[0]]
+
+    def requests(self) -> list[RequestRecord]:
+        """Stored requests; a torn last line (killed mid-write) is skipped."""
+        return [r for _, r in _jsonl(self.path / REQUESTS_FILE, RequestRecord)[0]]
+
+    def drop_torn_lines(self) -> list[str]:
+        """Remove a torn last line from points.jsonl and requests.jsonl; one warning line per file cut."""
+        warnings = []
+        for name, model in ((POINTS_FILE, PointResult), (REQUESTS_FILE, RequestRecord)):
+            path = self.path / name
+            good, torn = _jsonl(path, model)
+            if torn is not None:
+                _replace(path, [line for line, _ in good])
+                warnings.append(f"warning: dropped the torn last line {torn.number} of {path} ({len(torn.text)} "
+                                f"characters, left by a run stopped mid-write: {torn.text[:40]!r})")
+        return warnings
+
+    def drop_points(self, loads: set[str]) -> None:
+        """Remove the points of these loads from points.jsonl (to measure them again)."""
+        good, _ = _jsonl(self.path / POINTS_FILE, PointResult)
+        kept = [line for line, p in good if p.load not in loads]
+        if len(kept) != len(good):
+            _replace(self.path / POINTS_FILE, kept)
 
     def append_point(self, point: PointResult) -> None:
         _fsync_append(self.path / POINTS_FILE, [point.model_dump_json()])
@@ -154,32 +267,19 @@ class ResultsDir:
     def append_requests(self, records: list[RequestRecord]) -> None:
         _fsync_append(self.path / REQUESTS_FILE, [r.model_dump_json() for r in records])
 
-    def requests(self) -> list[RequestRecord]:
-        path = self.path / REQUESTS_FILE
-        if not path.exists():
-            return []
-        return [RequestRecord.model_validate_json(line) for line in path.read_text().splitlines() if line.strip()]
-
     def drop_orphan_requests(self, kept_loads: set[str]) -> None:
         """Remove requests of points that never reached points.jsonl (a run killed in between)."""
         path = self.path / REQUESTS_FILE
-        if not path.exists():
-            return
-        lines = path.read_text().splitlines()
-        kept = [line for line in lines if line.strip() and json.loads(line).get("load") in kept_loads]
-        if len(kept) != len(lines):
-            tmp = path.with_suffix(".tmp")
-            tmp.write_text("".join(line + "\n" for line in kept))
-            os.replace(tmp, path)
+        good, torn = _jsonl(path, RequestRecord)
+        kept = [line for line, r in good if r.load in kept_loads]
+        if len(kept) != len(good) or torn is not None:
+            _replace(path, kept)
 
     def read_metadata(self) -> RunMetadata | None:
         path = self.path / METADATA_FILE
         if not path.exists():
             return None
-        try:
-            return RunMetadata.model_validate_json(path.read_text())
-        except (ValidationError, ValueError) as err:
-            raise ResultsError(f"{path} is not validate metadata: {err}") from None
+        return read_json_file(path, RunMetadata)
 
     def write_metadata(self, metadata: RunMetadata) -> None:
         path = self.path / METADATA_FILE

@@ -1,13 +1,20 @@
 """Run the load points of one profile against one server and store each as it completes.
 
 Resume: points already in points.jsonl are skipped (a sweep recomputes its rates from the stored
-sync and burst points). A point with failed requests triggers a liveness check of the server; if
-it is gone the run stops with ServerLostError and that point is not stored, so a rerun redoes it.
+sync and burst points). A torn last line in points.jsonl or requests.jsonl (a run killed mid-write) is
+dropped first, with a warning. A point with failed requests triggers a liveness check of the server; if
+it is gone the run stops with ServerLostError and that point is not stored, so a rerun redoes it. A
+point that completed none of its requests while the server still answered is stored (it says what
+failed) but is not done: a resume drops it, with a warning, and measures it again.
+
+Requests time out after ``--request-timeout-s``; by default a time derived from the point's load
+(profiles.request_timeout_s), so one hung request holds a sync point about a minute, not half an hour.
 """
 
 from __future__ import annotations
 
 import asyncio
+import sys
 from collections.abc import Callable
 
 import httpx
@@ -17,7 +24,7 @@ from validate.client import Client
 from validate.engines.launcher import EngineProcess
 from validate.errors import ResultsError, ServerLostError
 from validate.metrics import summarize
-from validate.profiles import LoadOptions, LoadPoint, plan, run_point
+from validate.profiles import LoadOptions, LoadPoint, plan, request_timeout_s, run_point
 from validate.progress import Reporter
 from validate.results import PointResult, ResultsDir, RunMetadata
 from validate.workload import PromptMaker, Workload
@@ -33,12 +40,22 @@ class Target(BaseModel):
     base_url: str
     model: str
     dialect: str = "openai"
-    request_timeout_s: float = 1800.0
+    request_timeout_s: float | None = None  # None: derived from each point's load (profiles.request_timeout_s)
     health_path: str = "/v1/models"
 
 
-def stored_points(results: ResultsDir, metadata: RunMetadata) -> dict[str, PointResult]:
-    """Points of an earlier run of the same workload in this --out folder (ResultsError if it differs)."""
+def _warn(text: str) -> None:
+    print(text, file=sys.stderr, flush=True)
+
+
+def stored_points(results: ResultsDir, metadata: RunMetadata,
+                  warn: Callable[[str], None] = _warn) -> dict[str, PointResult]:
+    """Points of an earlier run of the same workload in this --out folder (ResultsError if it differs).
+
+    Torn last lines are cut from both JSONL files, points that completed nothing are dropped (measured
+    again), and requests of points that are not stored are removed: after this, appending is safe."""
+    for warning in results.drop_torn_lines():
+        warn(warning)
     points = results.points()
     earlier = results.read_metadata()
     if points and earlier is not None:
@@ -51,7 +68,13 @@ def stored_points(results: ResultsDir, metadata: RunMetadata) -> dict[str, Point
             if getattr(earlier, key) and getattr(metadata, key) and getattr(earlier, key) != getattr(metadata, key):
                 raise ResultsError(f"{results.path} holds points of {key} {getattr(earlier, key)!r}, "
                                    f"not {getattr(metadata, key)!r}; use another --out folder")
-    done = {p.load: p for p in points}
+    failed = {p.load: p for p in points if p.completed == 0}
+    for p in failed.values():
+        warn(f"warning: load point {p.load} in {results.path} completed none of its {p.failed} requests in an "
+             f"earlier run ({p.errors[0][:120] if p.errors else 'no error recorded'}); measuring it again")
+    if failed:
+        results.drop_points(set(failed))
+    done = {p.load: p for p in points if p.load not in failed}
     results.drop_orphan_requests(set(done))
     return done
 
@@ -93,7 +116,7 @@ def run_profile(target: Target, workload: Workload, profile: str, options: LoadO
     finished: list[PointResult] = []
 
     async def main() -> None:
-        async with Client(target.base_url, target.model, target.dialect, target.request_timeout_s,
+        async with Client(target.base_url, target.model, target.dialect, target.request_timeout_s or 60.0,
                           text_of) as client:
             for point in plan(profile, options, done):
                 if point.label in done:
@@ -105,7 +128,8 @@ def run_profile(target: Target, workload: Workload, profile: str, options: LoadO
     async def _measure(client: Client, point: LoadPoint) -> PointResult:
         total = int(point.value or 0) if point.kind == "burst" else options.num_requests
         reporter.point_started(point.label, None if options.duration_s and point.kind != "burst" else total)
-        records = await run_point(client, point, maker, options, reporter.request_done)
+        timeout_s = target.request_timeout_s or request_timeout_s(point, options, maker.max_total_tokens())
+        records = await run_point(client, point, maker, options, reporter.request_done, timeout_s)
         summary = summarize(point.label, records, client.max_in_flight,
                             point.value if point.kind == "rate" else None, options.warmup)
         if summary.failed and not await _server_alive(target, engine):
