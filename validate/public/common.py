@@ -48,7 +48,8 @@ GPU_MAP: dict[str, str | None] = {
     "h200 141gb hbm3": "h200-sxm", "h200": "h200-sxm",
     "h100 80gb hbm3": "h100-sxm", "h100": "h100-sxm",
     "b200": "b200", "gb200": "gb200", "l40s": "l40s", "a100-sxm4-80gb": "a100-80gb-sxm",
-    "rtx 6000 pro": "rtx-pro-6000", "mi300x": "mi300x",
+    "rtx 6000 pro": "rtx-pro-6000", "mi300x": "mi300x", "mi325x": "mi325x", "mi355x": "mi355x",
+    "b300": "b300", "gb300": "gb300",
     "gh200 480gb": None,
 }
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from validate.public.common import join_notes, read_header
+from validate.public.common import join_notes, map_gpu, read_header
 from validate.public.schema import Row, row
 
 KIND = "inferencex"
@@ -46,6 +46,7 @@ def import_file(path: Path) -> tuple[list[Row], dict[str, int]]:
             continue
         model_id, model_note = MODELS[o["model"]]
         weight, wnote = _precision(o["precision"], o["hardware"])
+        gpu_note = "InferenceX's h200 is the H200 SXM (HGX)" if o["hardware"] == "h200" else ""
         tp, ep = int(o["decode_tp"]), int(o["decode_ep"])
         version = o["image"] or "image not recorded in the API object"
         for key, metric, stat, mnote in METRICS:
@@ -55,13 +56,15 @@ def import_file(path: Path) -> tuple[list[Row], dict[str, int]]:
                 row_id=f"{h['source_id']}:{len(rows):04d}", source_id=h["source_id"], source_kind=KIND,
                 source_url=h["url"], source_commit=h["commit"], source_path=f"data/public/raw/{path.name}",
                 published=f"InferenceX run of {o['date']} ({o['run_url']})", read_on=h["read"],
-                engine=ENGINES[o["framework"]], engine_version=version, gpu=o["hardware"], num_gpus=tp, tp=tp, ep=ep,
+                engine=ENGINES[o["framework"]], engine_version=version, gpu=map_gpu(o["hardware"]), num_gpus=tp, tp=tp, ep=ep,
                 dp=tp if o["decode_dp_attention"] else 1, pp=1, model=model_id, model_published=o["model"],
                 weight_precision=weight, kv_precision="unstated", isl=int(o["isl"]), osl=int(o["osl"]),
                 lengths="distributed", length_range_ratio=0.8, load="concurrency", concurrency=int(o["conc"]),
                 num_requests=10 * int(o["conc"]), metric=metric, statistic=stat, value=float(o["metrics"][key]),
                 note=join_notes(model_note, wnote, mnote, "lengths uniform in [0.8 L, L] (InferenceX's harness)",
-                                "KV precision not in the API object", "expert parallel " + str(ep) if ep > 1 else ""),
+                                "KV precision not in the API object", gpu_note,
+                                "expert parallel " + str(ep) if ep > 1 else "",
+                                "engine version not recorded" if not o["image"] else ""),
             ))
     return rows, skipped
 
