@@ -80,23 +80,27 @@ def _corpus_stamp(root: Path) -> tuple:
 
 
 @st.cache_data(show_spinner=False, max_entries=8)
-def _corpus(root: str, stamp: tuple) -> tuple[pd.DataFrame, list[str]]:
+def _corpus(root: str, stamp: tuple) -> tuple[list[measured.Run], pd.DataFrame, list[str]]:
     runs, errors = measured.load_corpus(Path(root))
-    return measured.runs_table(runs, "project"), errors
+    return runs, measured.runs_table(runs), errors
 
 
-def corpus() -> tuple[pd.DataFrame, list[str]]:
+def corpus() -> tuple[list[measured.Run], pd.DataFrame, list[str]]:
+    """The project's runs, their points (one row each) and the folders that could not be read."""
     root = measurements_dir()
     return _corpus(str(root), _corpus_stamp(root))
 
 
 @st.cache_data(show_spinner=False, max_entries=32)
-def uploads(files: tuple[tuple[str, bytes], ...], defaults: tuple[tuple[str, object], ...]) -> tuple[pd.DataFrame, list[str]]:
+def uploads(files: tuple[tuple[str, bytes], ...], defaults: tuple[tuple[str, object], ...]
+            ) -> tuple[list[measured.Run], pd.DataFrame, list[str]]:
     """Uploaded results; what a file does not say (a `vllm bench` file names no GPU) is `defaults`."""
-    runs, errors = measured.runs_from_uploads(list(files))
-    return measured.runs_table(runs, "uploaded", dict(defaults)), errors
+    runs, errors = measured.runs_from_uploads(list(files), dict(defaults))
+    return runs, measured.runs_table(runs), errors
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
-def predicted(points: pd.DataFrame, scenario_json: str) -> pd.DataFrame:
-    return measured.predict_points(points, _s(scenario_json))
+def predicted(points: pd.DataFrame, scenario_json: str, runs_key: tuple[str, ...],
+              _runs: tuple[measured.Run, ...]) -> pd.DataFrame:
+    """validate compare's rows for the points; `runs_key` names the runs (`_runs` itself is not hashed)."""
+    return measured.predict_points(list(_runs), points, _s(scenario_json))

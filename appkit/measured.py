@@ -1,167 +1,81 @@
-"""Measured results: read the validator's points.jsonl + metadata.json, convert `vllm bench serve
---save-result` JSON, scan the project's corpus, rank configurations (the explorer) and put the model's
-predictions beside measured points. Pure functions (no Streamlit), times in seconds inside."""
+"""Measured results for the app: the project's corpus and uploads, read by `validate` (validate.compare.load_run,
+validate.results, validate.importers) and predicted by the function `validate compare` uses
+(validate.compare.compare_run: each point with its own run's engine flags, load and request count; the model's
+means against the measured means). The explorer ranks configurations by measured throughput. Pure functions
+(no Streamlit), times in seconds inside."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
-import math
 import re
 import tempfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from capacity import Scenario, estimate
+import capacity.engines as capacity_engines
+from capacity import Scenario
 from capacity.errors import CapacityError
 from capacity.hardware import gpu_catalog
-from validate.compare import argv_value, excluded_loads
+from validate.compare import METRICS as COMPARED, MeasuredRun, compare_run, load_run, summarize
+from validate.errors import ValidateError
+from validate.importers import import_file
 
 METRICS = ("requests_per_s", "output_tokens_per_s", "total_tokens_per_s", "mean_ttft_s", "median_ttft_s",
            "p90_ttft_s", "p99_ttft_s", "mean_itl_s", "median_itl_s", "p90_itl_s", "p99_itl_s", "mean_e2e_latency_s")
 RUN_COLUMNS = ("model", "gpu", "num_gpus", "tp", "engine", "engine_version", "precision", "kv_precision", "source")
+STATISTIC = "mean"  # what validate compare holds the model's means against (METRICS of validate.compare)
 
 
 class MeasuredError(ValueError):
     """An uploaded or stored results file that cannot be read; the message says why."""
 
 
-@dataclass
+@dataclass(frozen=True)
 class Run:
-    """One measured run: its load points and what it was measured on."""
+    """One measured run as `validate compare` reads it, and where it came from."""
 
-    points: pd.DataFrame
-    meta: dict[str, Any] = field(default_factory=dict)
-    source: str = ""
+    run: MeasuredRun
+    source: str  # the folder under data/measurements, or the uploaded file's name
+    origin: str  # "project" or "uploaded"
+    engine_version: str = ""
 
 
 # ---------- reading ----------
 
-def parse_points_jsonl(text: str, name: str = "points.jsonl") -> pd.DataFrame:
-    rows = []
-    lines = text.splitlines()
-    for number, line in enumerate(lines, 1):
-        if not line.strip():
+def _version(run: MeasuredRun, label: str) -> str:
+    """The engine version its log or metadata gave, else the corpus folder's (…/vllm-0.26.0/…)."""
+    if run.facts.get("version"):
+        return str(run.facts["version"])
+    m = re.search(r"(?:^|/)[a-zA-Z_]+[-_]v?([0-9][\w.+]*)(?:/|$)", label)
+    return m.group(1) if m else ""
+
+
+def load_corpus(root: Path) -> tuple[list[Run], list[str]]:
+    """Every results folder under `root` (data/measurements), read by validate.compare.load_run: its
+    scenario.json or metadata.json, its engine flags through the engine's flag table, its excluded points."""
+    runs, errors = [], []
+    if not root.is_dir():
+        return runs, errors
+    for path in sorted(root.rglob("points.jsonl")):
+        rel = path.parent.relative_to(root)
+        if "warmup" in rel.parts:  # unrecorded warm-up bursts of a campaign
             continue
         try:
-            row = json.loads(line)
-        except json.JSONDecodeError as exc:
-            if number == len(lines):  # a torn last line (run killed mid-write) is skipped, as validate does
-                break
-            raise MeasuredError(f"{name}:{number} is not JSON ({exc.msg})") from None
-        if not isinstance(row, dict) or "load" not in row:
-            raise MeasuredError(f"{name}:{number} is not a load point (needs a 'load' key)")
-        rows.append(row)
-    if not rows:
-        raise MeasuredError(f"{name} holds no load points")
-    df = pd.DataFrame(rows)
-    for col in METRICS + ("isl", "osl", "completed", "failed", "duration_s"):
-        if col not in df:
-            df[col] = np.nan
-        df[col] = pd.to_numeric(df[col], errors="coerce")
-    return df
-
-
-def run_facts(meta: dict[str, Any], path: Path | None = None) -> dict[str, Any]:
-    """Model, GPU, engine, precision and TP of a run, from metadata.json (the engine argv for precision and
-    TP) and, as a fallback, the corpus path data/measurements/<gpu>/<engine-version>/... None: not said."""
-    argv = [str(a) for a in meta.get("engine_argv") or []]
-    parts = list(path.parts) if path is not None else []
-    gpu = meta.get("gpu_id") or (parts[0] if parts else None)
-    engine = meta.get("engine")
-    version = meta.get("engine_version") or (meta.get("engine_facts") or {}).get("version")
-    if len(parts) > 1 and (not engine or not version):
-        m = re.match(r"([a-zA-Z_]+)[-_]?v?([0-9][\w.+]*)?", parts[1])
-        if m:
-            engine = engine or m.group(1)
-            version = version or m.group(2)
-    precision = kv = tp = num_gpus = None
-    if argv or "precision" in meta:
-        quant = meta.get("precision") or argv_value(argv, "--quantization", "-q")
-        dtype = argv_value(argv, "--dtype")
-        precision = str(quant or ("bf16" if dtype in (None, "auto", "bfloat16", "bf16") else dtype)).lower()
-        precision = {"modelopt_fp4": "fp4", "nvfp4": "fp4", "mxfp4": "fp4", "awq": "int4", "gptq": "int4",
-                     "float16": "bf16", "fp16": "bf16"}.get(precision, precision)
-        kv = str(meta.get("kv_precision") or argv_value(argv, "--kv-cache-dtype") or "bf16").lower()
-        kv = "bf16" if kv in ("auto", "bfloat16") else ("fp8" if kv.startswith("fp8") else kv)
-        raw = meta.get("tp") or argv_value(argv, "--tensor-parallel-size", "-tp", "--tp", "--tp-size", "--tp_size")
-        tp = int(raw) if str(raw or "").isdigit() else 1
-        dp = argv_value(argv, "--data-parallel-size", "-dp", "--dp", "--dp-size")
-        num_gpus = tp * (int(dp) if dp and dp.isdigit() else 1)
-    return {"model": meta.get("model_id") or meta.get("served_model_name"), "gpu": gpu, "num_gpus": num_gpus,
-            "tp": tp, "engine": engine, "engine_version": version, "precision": precision, "kv_precision": kv}
-
-
-FALLBACK = {"model": "unknown", "gpu": "unknown", "num_gpus": 1, "tp": 1, "engine": "unknown", "engine_version": "",
-            "precision": "bf16", "kv_precision": "bf16"}
-
-
-def from_vllm_bench(result: dict[str, Any], name: str = "vllm bench JSON") -> Run:
-    """`vllm bench serve --save-result` JSON → one load point (times converted from ms to s)."""
-    if "request_throughput" not in result or "completed" not in result:
-        raise MeasuredError(f"{name}: not a `vllm bench serve --save-result` file (no request_throughput/completed)")
-
-    def ms(key: str) -> float:
-        v = result.get(key)
-        return float(v) / 1e3 if isinstance(v, (int, float)) else math.nan
-
-    completed = int(result.get("completed") or 0)
-    num_prompts = int(result.get("num_prompts") or completed + int(result.get("failed") or 0) or completed)
-    rate = result.get("request_rate")
-    concurrency = result.get("max_concurrency")
-    if isinstance(concurrency, (int, float)) and concurrency > 0:
-        load = f"concurrency:{int(concurrency)}"
-    elif isinstance(rate, (int, float)) and math.isfinite(rate) and rate > 0:
-        load = f"rate:{float(rate):.6g}"
-    else:
-        load = f"burst:{max(num_prompts, 1)}"
-    in_lens, out_lens = result.get("input_lens") or [], result.get("output_lens") or []
-    isl = float(np.mean(in_lens)) if in_lens else (result.get("total_input_tokens", 0) / completed if completed else math.nan)
-    osl = float(np.mean(out_lens)) if out_lens else (result.get("total_output_tokens", 0) / completed if completed else math.nan)
-    point = {
-        "load": load, "completed": completed, "failed": int(result.get("failed") or max(num_prompts - completed, 0)),
-        "duration_s": float(result.get("duration") or math.nan),
-        "requests_per_s": float(result["request_throughput"]),
-        "output_tokens_per_s": float(result.get("output_throughput") or math.nan),
-        "total_tokens_per_s": float(result.get("total_token_throughput") or math.nan),
-        "isl": isl, "osl": osl, "source": "vllm bench serve",
-    }
-    for stat in ("mean", "median", "p90", "p99"):
-        point[f"{stat}_ttft_s"] = ms(f"{stat}_ttft_ms")
-        point[f"{stat}_itl_s"] = ms(f"{stat}_itl_ms")
-    point["mean_e2e_latency_s"] = ms("mean_e2el_ms")
-    meta = {"model_id": result.get("model_id"), "engine": result.get("backend") or "vllm",
-            "engine_version": result.get("vllm_version") or result.get("version")}
-    return Run(parse_points_jsonl(json.dumps(point), name), meta, name)
-
-
-def import_report(name: str, data: bytes, obj: dict[str, Any]) -> Run:
-    """Another tool's report (`vllm bench serve --save-result`, guidellm) through the validator's importer
-    (validate/importers.py), so the app and `validate import` read them the same way; the app's own small
-    vLLM converter is the fallback where the validator is not installed."""
-    try:
-        from validate.errors import ValidateError
-        from validate.importers import import_file
-    except ImportError:
-        if "request_throughput" in obj:
-            return from_vllm_bench(obj, name)
-        raise MeasuredError(f"{name}: reading guidellm reports needs the validate package") from None
-    with tempfile.TemporaryDirectory(prefix="llmcap-upload-") as tmp:
-        path = Path(tmp) / (Path(name).name or "report.json")
-        path.write_bytes(data)
-        try:
-            points, _, meta = import_file(path, ["app upload", Path(name).name])
-        except (ValidateError, KeyError, TypeError, ValueError) as exc:
-            raise MeasuredError(f"{name}: cannot import ({type(exc).__name__}: {exc})") from None
-    text = "\n".join(p.model_dump_json() for p in points)
-    return Run(parse_points_jsonl(text, name), meta.model_dump(mode="json"), name)
+            run = load_run(path.parent)
+        except (ValidateError, CapacityError, OSError, ValueError) as exc:
+            errors.append(f"{rel}: {exc}")
+            continue
+        runs.append(Run(run, str(rel), "project", _version(run, str(rel))))
+    return runs, errors
 
 
 def parse_upload(name: str, data: bytes) -> tuple[str, Any]:
-    """Classify one uploaded file: ('points', DataFrame), ('metadata', dict) or ('run', Run)."""
+    """Classify one uploaded file: ('points', text), ('metadata', dict) or ('report', dict) (vllm bench, guidellm)."""
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
@@ -170,23 +84,61 @@ def parse_upload(name: str, data: bytes) -> tuple[str, Any]:
     if not stripped:
         raise MeasuredError(f"{name}: empty file")
     if name.endswith(".jsonl") or (stripped.count("\n") and stripped.startswith("{") and "\n{" in stripped):
-        return "points", parse_points_jsonl(text, name)
+        return "points", text
     try:
         obj = json.loads(stripped)
     except json.JSONDecodeError as exc:
         raise MeasuredError(f"{name}: not valid JSON ({exc.msg} at line {exc.lineno})") from None
     if isinstance(obj, dict) and ("request_throughput" in obj or "benchmarks" in obj):
-        return "run", import_report(name, data, obj)
+        return "report", obj
     if isinstance(obj, dict) and ("validate_command" in obj or "engine_argv" in obj or "model_id" in obj):
         return "metadata", obj
     if isinstance(obj, dict) and "load" in obj:
-        return "points", parse_points_jsonl(stripped.replace("\n", " "), name)
-    raise MeasuredError(f"{name}: neither points.jsonl, metadata.json nor `vllm bench serve` JSON")
+        return "points", stripped.replace("\n", " ") + "\n"
+    raise MeasuredError(f"{name}: neither points.jsonl, metadata.json nor a vllm bench / guidellm report")
 
 
-def runs_from_uploads(files: list[tuple[str, bytes]]) -> tuple[list[Run], list[str]]:
-    """Pair uploaded points.jsonl files with an uploaded metadata.json (one metadata applies to all)."""
-    runs, points, errors, meta = [], [], [], {}
+def upload_scenario(meta: dict[str, Any], defaults: dict[str, Any]) -> dict[str, Any]:
+    """scenario.json for an uploaded run: what its metadata does not say, from `defaults` (the sidebar). Without
+    an engine command line, the sidebar's layout is written as one through the engine's flag table, so
+    load_run reads it back the way it reads a real one."""
+    out: dict[str, Any] = {}
+    for key, meta_key in (("model", "model_id"), ("gpu", "gpu_id"), ("engine", "engine")):
+        if not meta.get(meta_key) and defaults.get(key):
+            out[key] = defaults[key]
+    if not meta.get("engine_argv"):
+        engine = meta.get("engine") if meta.get("engine") in capacity_engines.names() else out.get("engine", "vllm")
+        table = capacity_engines.get(engine).flags
+        out["engine_argv"] = table.argv(table.options_for({"tp": defaults.get("tp", 1)}))
+        out.update({k: defaults[k] for k in ("precision", "kv_precision") if defaults.get(k)})
+    return out
+
+
+def _read_folder(name: str, points_text: str, meta: dict[str, Any], defaults: dict[str, Any]) -> Run:
+    """An uploaded run as a results folder, read by load_run (messages name the upload, not the folder)."""
+    with tempfile.TemporaryDirectory(prefix="llmcap-upload-") as tmp:
+        folder = Path(tmp) / "run"
+        folder.mkdir()
+        (folder / "points.jsonl").write_text(points_text)
+        if meta:
+            (folder / "metadata.json").write_text(json.dumps(meta))
+        (folder / "scenario.json").write_text(json.dumps(upload_scenario(meta, defaults)))
+        try:
+            run = load_run(folder)
+        except (ValidateError, CapacityError, OSError, ValueError) as exc:
+            raise MeasuredError(str(exc).replace(str(folder / "points.jsonl"), name).replace(str(folder), name)) from None
+    if not run.points:
+        raise MeasuredError(f"{name} holds no load points")
+    run = dataclasses.replace(run, path=Path(name))
+    return Run(run, name, "uploaded", _version(run, ""))
+
+
+def runs_from_uploads(files: list[tuple[str, bytes]], defaults: dict[str, Any] | None = None
+                      ) -> tuple[list[Run], list[str]]:
+    """Uploaded points.jsonl files (with an uploaded metadata.json: one applies to all) and reports of other tools
+    (through validate.importers, as `validate import` reads them)."""
+    defaults = defaults or {}
+    points, errors, meta, runs = [], [], {}, []
     for name, data in files:
         try:
             kind, obj = parse_upload(name, data)
@@ -198,59 +150,52 @@ def runs_from_uploads(files: list[tuple[str, bytes]]) -> tuple[list[Run], list[s
         elif kind == "points":
             points.append((name, obj))
         else:
-            runs.append(obj)
-    runs += [Run(df, meta, name) for name, df in points]
-    return runs, errors
-
-
-def load_corpus(root: Path) -> tuple[list[Run], list[str]]:
-    """Every points.jsonl under `root` (data/measurements), with the metadata.json beside it."""
-    runs, errors = [], []
-    if not root.is_dir():
-        return runs, errors
-    for path in sorted(root.rglob("points.jsonl")):
-        rel = path.relative_to(root)
-        if "warmup" in rel.parts:  # unrecorded warm-up bursts of a campaign
-            continue
+            try:
+                runs.append(_import_report(name, data, defaults))
+            except MeasuredError as exc:
+                errors.append(str(exc))
+    for name, text in points:
         try:
-            df = parse_points_jsonl(path.read_text(), str(rel))
-            meta_path = path.with_name("metadata.json")
-            meta = json.loads(meta_path.read_text()) if meta_path.is_file() else {}
-            # a campaign names the real configuration in scenario.json beside the shape folders
-            side = path.parent.parent / "scenario.json"
-            if side.is_file():
-                sc = json.loads(side.read_text())
-                meta = {**meta, "model_id": sc.get("model") or meta.get("model_id"),
-                        "gpu_id": sc.get("gpu") or meta.get("gpu_id"), "precision": sc.get("precision"),
-                        "kv_precision": sc.get("kv_precision"), "engine_argv": sc.get("engine_argv") or []}
-        except (MeasuredError, OSError, json.JSONDecodeError) as exc:
-            errors.append(f"{rel}: {exc}")
-            continue
-        excluded = excluded_loads(path.parent)  # validate.compare: the same rule compare/calibrate apply
-        if excluded and "load" in df:
-            df = df[~df["load"].isin(excluded)]
-        runs.append(Run(df, meta, str(rel.parent)))
+            runs.append(_read_folder(name, text, meta, defaults))
+        except MeasuredError as exc:
+            errors.append(str(exc))
     return runs, errors
 
 
-def runs_table(runs: list[Run], origin: str, defaults: dict[str, Any] | None = None) -> pd.DataFrame:
-    """One row per load point, with the run's facts as columns. `defaults` fills what a run does not say
-    (an uploaded `vllm bench` file names no GPU: it is taken to be the sidebar's configuration)."""
+def _import_report(name: str, data: bytes, defaults: dict[str, Any]) -> Run:
+    with tempfile.TemporaryDirectory(prefix="llmcap-upload-") as tmp:
+        path = Path(tmp) / (Path(name).name or "report.json")
+        path.write_bytes(data)
+        try:
+            points, _, metadata = import_file(path, ["app upload", Path(name).name])
+        except (ValidateError, KeyError, TypeError, ValueError) as exc:
+            raise MeasuredError(f"{name}: cannot import ({type(exc).__name__}: {exc})") from None
+    text = "".join(p.model_dump_json() + "\n" for p in points)
+    return _read_folder(name, text, metadata.model_dump(mode="json", exclude_none=True), defaults)
+
+
+def runs_table(runs: list[Run]) -> pd.DataFrame:
+    """One row per load point (validate's PointResult fields), with its run's configuration as columns."""
     frames = []
-    for run in runs:
-        facts = run_facts(run.meta, Path(run.source) if origin == "project" else None)
-        for key, value in facts.items():
-            if value in (None, ""):
-                facts[key] = (defaults or {}).get(key, FALLBACK[key])
-        df = run.points.copy()
+    for i, r in enumerate(runs):
+        sc = r.run.scenario
+        tp = int(sc.get("tp", 1))
+        facts = {"model": sc["model"], "gpu": sc["gpu"], "num_gpus": tp * int(sc.get("data_parallel_size", 1)),
+                 "tp": tp, "engine": sc["engine"], "engine_version": r.engine_version,
+                 "precision": sc.get("precision", Scenario.model_fields["precision"].default),
+                 "kv_precision": sc.get("kv_precision", Scenario.model_fields["kv_precision"].default)}
+        df = pd.DataFrame([{**p.model_dump(), "errors": "; ".join(p.errors)} for p in r.run.points])
+        if df.empty:
+            continue
         for key, value in facts.items():
             df[key] = value
-        df["source"] = run.source
-        df["origin"] = origin
+        df["source"], df["origin"], df["run_index"] = r.source, r.origin, i
         frames.append(df)
     if not frames:
-        return pd.DataFrame(columns=list(RUN_COLUMNS) + ["load", "origin", *METRICS, "isl", "osl"])
+        return pd.DataFrame(columns=list(RUN_COLUMNS) + ["load", "origin", "run_index", *METRICS, "isl", "osl"])
     out = pd.concat(frames, ignore_index=True)
+    for col in METRICS + ("isl", "osl", "completed", "failed", "duration_s"):
+        out[col] = pd.to_numeric(out[col] if col in out else np.nan, errors="coerce")
     out["shape"] = [f"{_round(i)} → {_round(o)}" for i, o in zip(out["isl"], out["osl"])]
     return out
 
@@ -321,25 +266,42 @@ def matches_scenario(df: pd.DataFrame, s: Scenario, gpu_id: str) -> pd.Series:
             & (df["precision"] == s.precision) & (df["tp"] == s.tp) & shape_ok & engine_ok)
 
 
-def predict_points(df: pd.DataFrame, s: Scenario) -> pd.DataFrame:
-    """The model's prediction for every measured point: same configuration as `s`, with the point's load
-    and its measured mean input/output lengths (per replica loads: one replica serves the whole load)."""
+def predict_points(runs: list[Run], points: pd.DataFrame, s: Scenario) -> pd.DataFrame:
+    """Measured against predicted for the `points` (rows of runs_table over `runs`), by validate.compare.compare_run:
+    every point with its own run's configuration, load and request count; the model's means against the measured
+    means. `s` (the sidebar) chooses only the mode: its ideal roofline, else the shipped calibration."""
+    mode = "ideal" if s.ideal or s.engine == "ideal" else "calibrated"
+    wanted = set(zip(points["run_index"], points["load"])) if not points.empty else set()
     rows = []
-    for _, p in df.iterrows():
-        isl = int(round(p["isl"])) if np.isfinite(p["isl"]) else s.isl
-        osl = int(round(p["osl"])) if np.isfinite(p["osl"]) else s.osl
-        try:
-            e = estimate(s.model_copy(update={"isl": max(isl, 1), "osl": max(osl, 1), "load": str(p["load"]),
-                                              "num_gpus": s.tp}))
-            rows.append({"pred_requests_per_s": e.requests_per_s, "pred_output_tokens_per_s": e.output_tokens_per_s,
-                         "pred_ttft_s": e.ttft_s, "pred_itl_s": e.itl_s, "pred_error": ""})
-        except CapacityError as exc:
-            rows.append({"pred_error": str(exc)})
-    pred = pd.DataFrame(rows, index=df.index)
-    out = pd.concat([df, pred], axis=1)
-    out["ttft_s"] = latency_column(out, "ttft", "median")
-    out["itl_s"] = latency_column(out, "itl", "median")
-    for m in ("requests_per_s", "output_tokens_per_s", "ttft_s", "itl_s"):
-        if f"pred_{m}" in out:
-            out[f"err_{m}_pct"] = (out[f"pred_{m}"] / out[m] - 1) * 100
+    for i in sorted({i for i, _ in wanted}):
+        r = runs[i]
+        for row in compare_run(r.run, {mode: None}):
+            if (i, row["load"]) in wanted:
+                rows.append({**row, "source": r.source, "origin": r.origin})
+    return app_columns(pd.DataFrame(rows))
+
+
+def app_columns(compared: pd.DataFrame) -> pd.DataFrame:
+    """validate compare's rows under the app's column names: the measured value as `metric`, the prediction as
+    `pred_metric`, the error in per cent as `err_metric_pct` (predicted ÷ measured − 1)."""
+    if compared.empty:
+        return compared
+    out = compared.copy()
+    for pk in COMPARED.values():
+        out[pk] = out.get(f"measured_{pk}")
+        out[f"pred_{pk}"] = out.get(f"predicted_{pk}")
+        out[f"err_{pk}_pct"] = out.get(f"error_{pk}") * 100 if f"error_{pk}" in out else np.nan
+    out["pred_error"] = out["error"].fillna("") if "error" in out else ""
     return out
+
+
+def typical_errors(compared: pd.DataFrame) -> dict[str, float]:
+    """Mean |predicted ÷ measured − 1| per metric over the points (validate.compare.summarize), in per cent."""
+    if compared.empty or "mode" not in compared:
+        return {}
+    ok = compared[compared["pred_error"] == ""] if "pred_error" in compared else compared
+    summary = summarize(ok)
+    if summary.empty:
+        return {}
+    row = summary.iloc[0]
+    return {pk: float(row[f"mape_{pk}"]) * 100 for pk in COMPARED.values() if f"mape_{pk}" in row}

@@ -7,7 +7,7 @@ import math
 import pandas as pd
 import streamlit as st
 
-from appkit import cached, charts, inputs, launch as snippets
+from appkit import cached, charts, inputs, launch as snippets, measured
 from appkit.compute import Headline
 from appkit.measured import best_configurations, latency_column, matches_scenario
 from capacity import Scenario
@@ -162,7 +162,7 @@ def charts_tab(s: Scenario, h: Headline, ttft_slo: float, itl_slo: float, target
         curve = curve.assign(usd_per_million_output_tokens=float("nan"), usd_per_million_total_tokens=float("nan"))
     st.subheader("Latency vs throughput as load grows",
                  help="closed-loop concurrency sweep: C users, each sending its next request when the last one ends")
-    meas, _, _ = measured_points(s)
+    _, meas, _, _ = measured_points(s)
     reps = s.num_gpus // s.tp
     if not meas.empty and reps > 1:
         meas = meas.assign(output_tokens_per_s=meas["output_tokens_per_s"] * reps)
@@ -171,7 +171,7 @@ def charts_tab(s: Scenario, h: Headline, ttft_slo: float, itl_slo: float, target
     c2.vega_lite_chart(spec=charts.latency(curve, "itl_s", itl_slo, ttft_slo, itl_slo, meas), width="stretch")
     note = ""
     if not meas.empty:
-        note = (f" Black diamonds: {len(meas)} measured points for this configuration (median latency"
+        note = (f" Black diamonds: {len(meas)} measured points for this configuration ({measured.STATISTIC} latency"
                 + (f"; throughput of one replica × {reps}" if reps > 1 else "") + "), see *Measured vs predicted*.")
     st.caption("Each dot is a number of concurrent users (hover for it). Green: both objectives met. Red: more users "
                "than the KV cache holds, so requests wait in the queue." + note)
@@ -250,35 +250,45 @@ def compare_tab(s: Scenario, h: Headline, ttft_slo: float, itl_slo: float, targe
     _csv_button(show, "compare.csv", "csv_compare")
 
 
-def _uploaded(s: Scenario) -> tuple[pd.DataFrame, list[str]]:
+def _uploaded(s: Scenario) -> tuple[list[measured.Run], pd.DataFrame, list[str]]:
     """Files uploaded in the Measured tab (kept in session state, so the Explorer sees them too)."""
     files = st.session_state.get("results_upload") or []
     defaults = (("model", s.model), ("gpu", s.gpu if s.gpu in gpu_catalog() else "custom"), ("tp", s.tp),
-                ("num_gpus", s.tp), ("precision", s.precision), ("kv_precision", s.kv_precision),
+                ("precision", s.precision), ("kv_precision", s.kv_precision),
                 ("engine", s.engine if s.engine != "ideal" else "vllm"))
     return cached.uploads(tuple((f.name, f.getvalue()) for f in files), defaults)
 
 
-def measured_points(s: Scenario) -> tuple[pd.DataFrame, int, list[str]]:
-    """Measured points for the sidebar's configuration: the project's matching ones plus every upload.
-    Returns (points, points in the project in all, upload errors)."""
-    up, errors = _uploaded(s)
-    project, _ = cached.corpus()
-    gpu_id = s.gpu if s.gpu in gpu_catalog() else "custom"
-    mine = project[matches_scenario(project, s, gpu_id)] if not project.empty else project
-    frames = [d for d in (mine, up) if not d.empty]
+def all_results(s: Scenario) -> tuple[list[measured.Run], pd.DataFrame, int, list[str]]:
+    """The project's runs and the uploads: (runs, their points with `run_index` into runs, points in the project,
+    upload errors)."""
+    project_runs, project, _ = cached.corpus()
+    up_runs, up, errors = _uploaded(s)
+    if not up.empty:
+        up = up.assign(run_index=up["run_index"] + len(project_runs))
+    frames = [d for d in (project, up) if not d.empty]
     points = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
-    if not points.empty:
-        points = points.assign(ttft_s=latency_column(points, "ttft", "median"),
-                               itl_s=latency_column(points, "itl", "median"))
-    return points, len(project), errors
+    return [*project_runs, *up_runs], points, len(project), errors
+
+
+def measured_points(s: Scenario) -> tuple[list[measured.Run], pd.DataFrame, int, list[str]]:
+    """Measured points for the sidebar's configuration (model, GPU, precision, TP, shape, engine), the project's
+    and the uploads alike. Returns (all runs, the matching points, points in the project in all, upload errors)."""
+    runs, points, in_project, errors = all_results(s)
+    gpu_id = s.gpu if s.gpu in gpu_catalog() else "custom"
+    mine = points[matches_scenario(points, s, gpu_id)] if not points.empty else points
+    if not mine.empty:
+        mine = mine.assign(ttft_s=latency_column(mine, "ttft", measured.STATISTIC),
+                           itl_s=latency_column(mine, "itl", measured.STATISTIC))
+    return runs, mine, in_project, errors
 
 
 def measured_tab(s: Scenario, h: Headline, ttft_slo: float, itl_slo: float, target: float) -> None:
-    st.markdown("Measured load points beside the model's prediction for **the configuration in the sidebar** "
-                "(each point predicted at its own load and measured mean lengths). Add your own results under "
+    st.markdown("Measured load points of **the configuration in the sidebar** (model, GPU, precision, TP, shape "
+                "within 10 %, and engine) beside the model's prediction, computed the way `validate compare` does it: "
+                "each point with its own run's engine flags, load and request count. Add your own results under "
                 "*Your measurements* in the sidebar.")
-    points, in_project, errors = measured_points(s)
+    runs, points, in_project, errors = measured_points(s)
     for e in errors:
         st.error(e, icon=":material/error:")
     if points.empty:
@@ -286,15 +296,18 @@ def measured_tab(s: Scenario, h: Headline, ttft_slo: float, itl_slo: float, targ
                 "in all). Upload your own results in the sidebar (*Your measurements*) to see them against the "
                 "prediction.", icon=":material/info:")
         return
-    df = cached.predicted(points, s.model_dump_json())
+    key = tuple(f"{r.origin}:{r.source}" for r in runs)
+    df = cached.predicted(points, s.model_dump_json(), key, tuple(runs))
+    typical = measured.typical_errors(df)
     cols = st.columns(4)
     for col, (m, label) in zip(cols, (("requests_per_s", "requests/s"), ("output_tokens_per_s", "output tokens/s"),
-                                      ("ttft_s", "TTFT (median)"), ("itl_s", "ITL (median)"))):
+                                      ("ttft_s", "TTFT (mean)"), ("itl_s", "ITL (mean)"))):
         err = df.get(f"err_{m}_pct")
-        value = f"{err.abs().median():.0f} %" if err is not None and err.notna().any() else "—"
-        col.metric(f"Typical error, {label}", value, border=True, help="median |predicted ÷ measured − 1| over the points",
-                   delta=f"{err.notna().sum()} points, bias {err.median():+.0f} %" if err is not None and err.notna().any()
-                   else None, delta_color="off", delta_arrow="off")
+        ok = err is not None and err.notna().any()
+        col.metric(f"Typical error, {label}", f"{typical[m]:.0f} %" if ok and m in typical else "—", border=True,
+                   help="mean |predicted ÷ measured − 1| over the points, as `validate compare` summarizes it",
+                   delta=f"{err.notna().sum()} points, bias {err.median():+.0f} %" if ok else None,
+                   delta_color="off", delta_arrow="off")
     st.vega_lite_chart(spec=charts.measured_vs_predicted(df), width="content")
     cols = ["origin", "source", "load", "isl", "osl", "requests_per_s", "pred_requests_per_s", "err_requests_per_s_pct",
             "output_tokens_per_s", "pred_output_tokens_per_s", "err_output_tokens_per_s_pct", "ttft_ms", "pred_ttft_ms",
@@ -309,19 +322,20 @@ def measured_tab(s: Scenario, h: Headline, ttft_slo: float, itl_slo: float, targ
         "err_requests_per_s_pct": n("error", format=pct),
         "output_tokens_per_s": n("out tok/s", format="%.0f"), "pred_output_tokens_per_s": n("predicted", format="%.0f"),
         "err_output_tokens_per_s_pct": n("error", format=pct),
-        "ttft_ms": n("TTFT (ms)", format="%.1f"), "pred_ttft_ms": n("predicted", format="%.1f"),
+        "ttft_ms": n("mean TTFT (ms)", format="%.1f"), "pred_ttft_ms": n("predicted", format="%.1f"),
         "err_ttft_s_pct": n("error", format=pct),
-        "itl_ms": n("ITL (ms)", format="%.2f"), "pred_itl_ms": n("predicted", format="%.2f"),
+        "itl_ms": n("mean ITL (ms)", format="%.2f"), "pred_itl_ms": n("predicted", format="%.2f"),
         "err_itl_s_pct": n("error", format=pct), "pred_error": "prediction error"})
-    st.caption("error % = predicted ÷ measured − 1 (TTFT and ITL: medians). Uploaded files are compared with the "
-               "sidebar's configuration; project measurements are matched on model, GPU, precision, TP and shape (±10 %).")
+    st.caption(f"error % = predicted ÷ measured − 1. Statistic compared: the {measured.STATISTIC} TTFT and ITL of each "
+               "point's requests against the model's means (the same as `validate compare` and docs/accuracy.md). "
+               "Only runs of the sidebar's engine count; uploads name their configuration in their metadata, else the "
+               "sidebar's is taken.")
     _csv_button(table, "measured-vs-predicted.csv", "csv_measured")
 
 
 def explorer_tab(s: Scenario, h: Headline, ttft_slo: float, itl_slo: float, target: float) -> None:
-    project, perrors = cached.corpus()
-    up, _ = _uploaded(s)
-    allp = pd.concat([d for d in (project, up) if not d.empty], ignore_index=True) if not (project.empty and up.empty) else project
+    perrors = cached.corpus()[2]
+    _, allp, _, _ = all_results(s)
     st.markdown("Every measured result (the project's `data/measurements/` and your uploads), best configuration "
                 "first: per configuration, the load point with the most output tokens/s per GPU whose TTFT meets the "
                 "objective.")

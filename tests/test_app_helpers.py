@@ -15,41 +15,34 @@ from appkit import compute, inputs, launch, measured  # noqa: E402
 from capacity import Scenario, estimate  # noqa: E402
 from capacity.errors import ConfigError, DoesNotFitError  # noqa: E402
 from capacity.hardware import load_gpu  # noqa: E402
+from validate.compare import load_run, summarize  # noqa: E402
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 BENCH = FIXTURES / "vllm-bench-serve-llama8b-c16.json"
 
 
-def test_vllm_bench_json_becomes_one_point_in_seconds():
+SIDEBAR = {"model": "meta-llama/Llama-3.1-8B", "gpu": "h200-sxm", "tp": 1, "precision": "bf16",
+           "kv_precision": "bf16", "engine": "vllm"}
+RUN_DIR = FIXTURES / "measurements" / "h200-sxm" / "vllm-0.26.0" / "llama-3.1-8b-fp8-1024x128"
+
+
+def test_vllm_bench_upload_is_read_by_validates_importer():
+    from validate.importers import import_file
+
+    runs, errors = measured.runs_from_uploads([("b.json", BENCH.read_bytes())], SIDEBAR)
+    assert not errors and len(runs) == 1
+    p = runs[0].run.points[0]
+    theirs = import_file(BENCH, ["x"])[0][0]  # what `validate import` writes
+    assert p == theirs
     raw = json.loads(BENCH.read_text())
-    run = measured.from_vllm_bench(raw)
-    p = run.points.iloc[0]
-    assert p["load"] == "concurrency:16"
-    assert p["median_ttft_s"] == pytest.approx(raw["median_ttft_ms"] / 1e3)
-    assert p["p99_itl_s"] == pytest.approx(raw["p99_itl_ms"] / 1e3)
-    assert p["requests_per_s"] == raw["request_throughput"]
-    assert p["output_tokens_per_s"] == raw["output_throughput"]
-    assert (p["isl"], p["osl"]) == (1024, 128)
-    assert run.meta["model_id"] == "meta-llama/Llama-3.1-8B"
-
-
-@pytest.mark.parametrize("extra, load", [({"max_concurrency": None, "request_rate": 4.5}, "rate:4.5"),
-                                         ({"max_concurrency": None, "request_rate": "inf"}, "burst:200")])
-def test_vllm_bench_load_kinds(extra, load):
-    raw = {**json.loads(BENCH.read_text()), **extra}
-    assert measured.from_vllm_bench(raw).points.iloc[0]["load"] == load
+    assert p.load == "concurrency:16" and p.median_ttft_s == pytest.approx(raw["median_ttft_ms"] / 1e3)
+    assert runs[0].run.scenario["model"] == "meta-llama/Llama-3.1-8B"
 
 
 def test_parse_upload_classifies_and_rejects():
-    kind, obj = measured.parse_upload("b.json", BENCH.read_bytes())
-    assert kind == "run"  # through validate.importers, the same reading as `validate import`
-    ours = measured.from_vllm_bench(json.loads(BENCH.read_bytes())).points.iloc[0]
-    theirs = obj.points.iloc[0]
-    for col in ("load", "requests_per_s", "output_tokens_per_s", "median_ttft_s", "median_itl_s", "isl", "osl"):
-        assert theirs[col] == pytest.approx(ours[col]) if col != "load" else theirs[col] == ours[col], col
-    run_dir = FIXTURES / "measurements" / "h200-sxm" / "vllm-0.26.0" / "llama-3.1-8b-fp8-1024x128"
-    assert measured.parse_upload("points.jsonl", (run_dir / "points.jsonl").read_bytes())[0] == "points"
-    assert measured.parse_upload("metadata.json", (run_dir / "metadata.json").read_bytes())[0] == "metadata"
+    assert measured.parse_upload("b.json", BENCH.read_bytes())[0] == "report"
+    assert measured.parse_upload("points.jsonl", (RUN_DIR / "points.jsonl").read_bytes())[0] == "points"
+    assert measured.parse_upload("metadata.json", (RUN_DIR / "metadata.json").read_bytes())[0] == "metadata"
     with pytest.raises(measured.MeasuredError, match="not valid JSON"):
         measured.parse_upload("x.json", b"{oops")
     with pytest.raises(measured.MeasuredError, match="neither"):
@@ -58,17 +51,22 @@ def test_parse_upload_classifies_and_rejects():
         measured.parse_upload("x.json", b"  ")
 
 
-def test_torn_last_line_is_skipped_like_validate_does():
-    text = '{"load": "sync", "requests_per_s": 1, "output_tokens_per_s": 2, "total_tokens_per_s": 3}\n{"load": "bu'
-    df = measured.parse_points_jsonl(text)
-    assert list(df["load"]) == ["sync"]
+def test_uploaded_points_and_metadata_read_like_a_results_folder():
+    files = [("points.jsonl", (RUN_DIR / "points.jsonl").read_bytes()),
+             ("metadata.json", (RUN_DIR / "metadata.json").read_bytes())]
+    runs, errors = measured.runs_from_uploads(files, {**SIDEBAR, "gpu": "b200"})
+    assert not errors
+    assert runs[0].run.scenario == {**load_run(RUN_DIR).scenario}  # the metadata wins over the sidebar
+    torn = (RUN_DIR / "points.jsonl").read_bytes().splitlines(keepends=True)[0] + b'{"load": "bu'
+    runs, errors = measured.runs_from_uploads([("points.jsonl", torn)], SIDEBAR)
+    assert not errors and [p.load for p in runs[0].run.points] == ["sync"]  # a torn last line, as validate skips it
 
 
-def test_corpus_facts_come_from_metadata_and_path():
+def test_corpus_facts_come_from_validates_reader():
     runs, errors = measured.load_corpus(FIXTURES / "measurements")
     assert not errors and len(runs) == 2
-    table = measured.runs_table(runs, "project")
-    assert set(table["precision"]) == {"bf16", "fp8"}
+    table = measured.runs_table(runs)
+    assert set(table["precision"]) == {"bf16", "fp8"} and set(table["engine"]) == {"vllm"}
     assert set(table["gpu"]) == {"h200-sxm"} and set(table["engine_version"]) == {"0.26.0"}
     assert set(table["shape"]) == {"1,024 → 128"}
 
@@ -76,20 +74,20 @@ def test_corpus_facts_come_from_metadata_and_path():
 def test_empty_or_missing_corpus():
     runs, errors = measured.load_corpus(Path("/nonexistent/measurements"))
     assert runs == [] and errors == []
-    assert measured.runs_table([], "project").empty
+    assert measured.runs_table([]).empty
     assert measured.best_configurations(pd.DataFrame(), 1.0).empty
 
 
-def test_uploads_without_facts_take_the_defaults():
-    runs, errors = measured.runs_from_uploads([("b.json", BENCH.read_bytes())])
-    table = measured.runs_table(runs, "uploaded", {"gpu": "b200", "precision": "fp8", "tp": 2, "num_gpus": 2})
-    row = table.iloc[0]
+def test_uploads_without_facts_take_the_sidebars():
+    runs, errors = measured.runs_from_uploads([("b.json", BENCH.read_bytes())],
+                                              {**SIDEBAR, "gpu": "b200", "precision": "fp8", "tp": 2})
+    row = measured.runs_table(runs).iloc[0]
     assert (row["gpu"], row["precision"], row["tp"], row["model"]) == ("b200", "fp8", 2, "meta-llama/Llama-3.1-8B")
 
 
 def test_explorer_ranks_best_first_within_the_objective():
     runs, _ = measured.load_corpus(FIXTURES / "measurements")
-    table = measured.runs_table(runs, "project")
+    table = measured.runs_table(runs)
     best = measured.best_configurations(table, ttft_objective_s=1.0, stat="p90")
     assert list(best["precision"]) == ["fp8", "bf16"]
     assert (best["ttft_s"] <= 1.0).all()
@@ -101,16 +99,38 @@ def test_explorer_ranks_best_first_within_the_objective():
     assert r["usd_per_million_output_tokens"] == pytest.approx(3.59 / (r["output_tokens_per_s"] * 3600) * 1e6)
 
 
-def test_predictions_beside_measurements_use_estimate():
+def test_app_predictions_are_validate_compares():
+    """The Measured tab's numbers for a committed run are `validate compare`'s: same prediction per point (the
+    run's own flags and request counts), same statistic (means), same summary."""
+    from validate.compare import compare_dirs
+
     runs, _ = measured.load_corpus(FIXTURES / "measurements")
-    table = measured.runs_table(runs, "project")
+    table = measured.runs_table(runs)
     s = Scenario()
     mine = table[measured.matches_scenario(table, s, "h200-sxm")]
     assert len(mine) == 6 and set(mine["precision"]) == {"bf16"}
-    pred = measured.predict_points(mine, s)
-    row = pred[pred["load"] == "concurrency:32"].iloc[0]
-    assert row["pred_requests_per_s"] == pytest.approx(estimate(Scenario(load="concurrency:32")).requests_per_s)
-    assert row["err_requests_per_s_pct"] == pytest.approx((row["pred_requests_per_s"] / row["requests_per_s"] - 1) * 100)
+    app = measured.predict_points(runs, mine, s).set_index("load")
+    ref = compare_dirs([FIXTURES / "measurements/h200-sxm/vllm-0.26.0/llama-3.1-8b-bf16-1024x128"],
+                       {"calibrated": None}).set_index("load")
+    assert sorted(app.index) == sorted(ref.index)
+    for pk in ("ttft_s", "itl_s", "requests_per_s", "output_tokens_per_s"):
+        assert (app[f"pred_{pk}"] == ref.loc[app.index, f"predicted_{pk}"]).all(), pk
+        assert (app[pk] == ref.loc[app.index, f"measured_{pk}"]).all(), pk
+        assert app[f"err_{pk}_pct"].tolist() == pytest.approx((ref.loc[app.index, f"error_{pk}"] * 100).tolist())
+    summary = summarize(ref).iloc[0]
+    assert measured.typical_errors(app.reset_index()) == pytest.approx(
+        {pk: summary[f"mape_{pk}"] * 100 for pk in ("ttft_s", "itl_s", "requests_per_s", "output_tokens_per_s")})
+    assert (app["ttft_s"] == mine.set_index("load").loc[app.index, "mean_ttft_s"]).all()  # means, not medians
+
+
+def test_only_the_selected_engines_runs_count():
+    """The committed Llama-3.1-8B BF16 1024/128 runs on the H200: vLLM's match the default sidebar, the
+    `transformers serve` baseline of sitting 4 does not (it is its own engine, from its scenario.json)."""
+    runs, _ = measured.load_corpus(Path(__file__).resolve().parent.parent / "data" / "measurements")
+    table = measured.runs_table(runs)
+    mine = table[measured.matches_scenario(table, Scenario(), "h200-sxm")]
+    assert not mine.empty and set(mine["engine"]) == {"vllm"}
+    assert "transformers" in set(table["engine"])
 
 
 def test_uploaded_config_is_stored_by_content_and_checked():

@@ -27,6 +27,11 @@ def tensor_parallel(text: str) -> dict[str, Any]:
     return {"tp": int(text), "num_gpus": int(text)}
 
 
+def data_parallel(text: str) -> dict[str, Any]:
+    """Replicas behind one server: not a Scenario field (compare predicts one replica), read for the GPU count."""
+    return {"data_parallel_size": int(text)}
+
+
 def expert_parallel_switch(_text: str) -> dict[str, Any]:
     return {"expert_parallel": True}
 

@@ -13,7 +13,7 @@ Sliding-window models use vLLM's hybrid-allocator rule (SGLang's own SWA pool is
 from __future__ import annotations
 
 from capacity.engines.base import Engine, EngineProfile, Flag, FlagTable
-from capacity.engines.flags import (expert_parallel_size, graphs_off, graphs_to, kv_fp8, limit, precision_fp8,
+from capacity.engines.flags import (data_parallel, expert_parallel_size, graphs_off, graphs_to, kv_fp8, limit, precision_fp8,
                                     precision_from_quantization, tensor_parallel)
 
 MiB = 2**20
@@ -76,7 +76,7 @@ FLAGS = FlagTable((
     Flag("tensor_parallel_size", "--tp-size", "GPUs per replica (tensor parallel)",
          read=tensor_parallel, write=lambda s: s.get("tp"), aliases=("--tensor-parallel-size", "--tp")),
     Flag("data_parallel_size", "--dp-size", "replicas behind one router", aliases=("--data-parallel-size", "--dp"),
-         write=lambda s: s.get("replicas") if (s.get("replicas") or 1) > 1 else None),
+         read=data_parallel, write=lambda s: s.get("replicas") if (s.get("replicas") or 1) > 1 else None),
     Flag("expert_parallel_size", "--ep-size", "GPUs the MoE experts are sharded over",
          read=expert_parallel_size, aliases=("--expert-parallel-size",)),
     Flag("max_model_len", "--context-length", "longest request, tokens",

@@ -10,7 +10,7 @@ use vLLM's hybrid-allocator rule (capacity.memory).
 from __future__ import annotations
 
 from capacity.engines.base import Engine, EngineProfile, Flag, FlagTable
-from capacity.engines.flags import (expert_parallel_switch, graphs_off, graphs_to, kv_fp8, limit, precision_fp8,
+from capacity.engines.flags import (data_parallel, expert_parallel_switch, graphs_off, graphs_to, kv_fp8, limit, precision_fp8,
                                     precision_from_quantization, tensor_parallel)
 
 GiB = 2**30
@@ -49,7 +49,7 @@ FLAGS = FlagTable((
     Flag("tensor_parallel_size", "--tensor-parallel-size", "GPUs per replica (tensor parallel)",
          read=tensor_parallel, write=lambda s: s.get("tp"), aliases=("-tp",)),
     Flag("data_parallel_size", "--data-parallel-size", "replicas behind one server", aliases=("-dp",),
-         write=lambda s: s.get("replicas") if (s.get("replicas") or 1) > 1 else None),
+         read=data_parallel, write=lambda s: s.get("replicas") if (s.get("replicas") or 1) > 1 else None),
     Flag("expert_parallel", "--enable-expert-parallel", "MoE experts sharded over the TP GPUs",
          read=expert_parallel_switch, switch=True),
     Flag("max_model_len", "--max-model-len", "longest request, tokens (input + output)",
