@@ -1,0 +1,137 @@
+"""Engine objects (capacity/engines/): per-GPU limits computed, memory rules, one flag table read both ways, and a
+new engine added by one file per half."""
+
+from __future__ import annotations
+
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+import capacity.engines as capacity_engines
+import validate.engines as validate_engines
+from capacity import Scenario, estimate
+from capacity.engine import IDEAL, PROFILES, SGLANG, VLLM, engine_profile, sglang_defaults
+from capacity.engines.base import EngineProfile
+from capacity.errors import WorkloadError
+from capacity.hardware import load_gpu
+from validate.compare import scenario_from_argv
+from validate.engines.config import EngineConfig
+
+H200 = load_gpu("h200-sxm").usable_memory_bytes
+GiB = 2**30
+
+
+def test_every_engine_has_an_object_and_the_old_names_still_work():
+    assert capacity_engines.names()[0] == "vllm"
+    assert set(capacity_engines.names()) == {"vllm", "sglang", "trtllm", "transformers", "ideal"}
+    assert set(PROFILES) == set(capacity_engines.names())
+    assert VLLM == engine_profile("vllm") and IDEAL.name == "ideal"
+    with pytest.raises(WorkloadError, match="unknown engine 'tgi'"):
+        engine_profile("tgi")
+
+
+def test_sglang_profile_is_computed_by_its_own_rule():
+    """The SGLANG profile is sglang_defaults on the H200 (it used to repeat 0.903, 8,192 and 256 as literals)."""
+    assert sglang_defaults(H200) == {"gpu_memory_utilization": 0.903, "max_num_batched_tokens": 8192,
+                                     "max_cudagraph_tokens": 256}
+    assert (SGLANG.gpu_memory_utilization, SGLANG.max_num_batched_tokens, SGLANG.max_cudagraph_tokens) == (0.903, 8192, 256)
+    small = engine_profile("sglang", 24e9, 1)  # an L4-sized GPU: another tier
+    assert (small.max_num_batched_tokens, small.max_cudagraph_tokens) == (2048, 24)
+
+
+def test_memory_rules_per_engine():
+    """vLLM and SGLang: fraction × total − the rest; TensorRT-LLM: fraction × (what the weights leave free);
+    ideal: everything after the weights."""
+    usable, weights = 140 * GiB, 15 * GiB
+    vllm = engine_profile("vllm")
+    assert vllm.kv_cache_bytes(usable, weights, 1 * GiB, 0) == pytest.approx(
+        140 * GiB * 0.92 - 15 * GiB - 1 * GiB - 0.22 * GiB)
+    trt = engine_profile("trtllm")
+    assert trt.memory_fraction_of == "free_after_weights"
+    assert trt.kv_cache_bytes(usable, weights, 0, 0) == pytest.approx(0.9 * (140 - 15) * GiB)
+    assert engine_profile("ideal").kv_cache_bytes(usable, weights, 0, 0) == 125 * GiB
+
+
+def test_one_table_both_ways():
+    """What a table writes, it reads back as the same Scenario fields."""
+    config = {"tp": 2, "precision": "fp8", "kv_precision": "fp8", "max_model_len": 4096, "max_num_seqs": 64,
+              "max_num_batched_tokens": 2048, "gpu_memory_utilization": 0.8, "max_cudagraph_tokens": 1024}
+    for name in ("vllm", "sglang", "trtllm"):
+        table = capacity_engines.get(name).flags
+        back = table.scenario(table.argv(table.options_for(config)))
+        written = {k: v for k, v in config.items() if k in back}
+        assert back == {**written, "num_gpus": 2}, name
+    # the same field is a different flag, in different units, per engine
+    assert capacity_engines.get("vllm").flags.row("max_cudagraph_capture_size").meaning.endswith("TOKENS per step")
+    assert "SEQUENCES" in capacity_engines.get("sglang").flags.row("cuda_graph_max_bs").meaning
+    assert "TOTAL" in capacity_engines.get("vllm").flags.row("gpu_memory_utilization").meaning
+    assert "FREE" in capacity_engines.get("sglang").flags.row("gpu_memory_utilization").meaning
+
+
+def test_eager_reads_as_no_graphs():
+    assert scenario_from_argv(["vllm", "serve", "m", "--enforce-eager"]) == {"max_cudagraph_tokens": 0}
+    table = capacity_engines.get("vllm").flags
+    assert table.argv(table.options_for({"max_cudagraph_tokens": 0})) == ["--enforce-eager"]
+
+
+TOY_MODEL = '''
+    """A toy engine for the test: a fixed profile and one flag."""
+    from capacity.engines.base import Engine, EngineProfile, Flag, FlagTable
+    from capacity.engines.flags import limit
+
+    PROFILE = EngineProfile(name="toy", gpu_memory_utilization=0.5, max_num_batched_tokens=512, max_num_seqs=3,
+                            block_size_tokens=16, non_torch_bytes=0.0, cuda_graph_bytes=0.0,
+                            activation_bytes_per_token=0.0, sampler_copies=0.0, moe_activation_factor=0.0)
+    FLAGS = FlagTable((Flag("max_num_seqs", "--toy-seqs", "running requests at most",
+                            read=limit("max_num_seqs", int), write=lambda s: s.get("max_num_seqs")),))
+    ENGINE = Engine(name="toy", title="Toy", flags=FLAGS, limits=lambda memory, tp, chunk: PROFILE)
+'''
+TOY_PROCESS = '''
+    from validate.engines.config import EngineCommand, EngineFacts, engine_flags
+
+
+    def build_command(config, workdir=None):
+        return EngineCommand(argv=["toy-serve", config.model_dir, *engine_flags("toy", config)],
+                             served_model_name=config.served_model_name)
+
+
+    def parse_facts(log_text):
+        return EngineFacts(engine="toy")
+'''
+
+
+@pytest.fixture
+def toy_engine(tmp_path, monkeypatch):
+    """capacity/engines/toy.py and validate/engines/toy.py, each in a folder added to its package's path."""
+    for package, text in ((capacity_engines, TOY_MODEL), (validate_engines, TOY_PROCESS)):
+        folder = tmp_path / package.__name__.replace(".", "_")
+        folder.mkdir()
+        (folder / "toy.py").write_text(textwrap.dedent(text))
+        monkeypatch.setattr(package, "__path__", [*package.__path__, str(folder)])
+    yield
+    for name in ("capacity.engines.toy", "validate.engines.toy"):
+        sys.modules.pop(name, None)
+
+
+def test_a_toy_engine_is_one_file_per_half(toy_engine, tmp_path):
+    assert "toy" in capacity_engines.names() and "toy" in validate_engines.engine_names()
+    # the model half: its limits and memory rule reach the estimate
+    e = estimate(Scenario(engine="toy", load="concurrency:32"))
+    assert e.engine == "toy"
+    full = estimate(Scenario(engine="toy", load="concurrency:32", max_num_seqs=64))
+    assert e.requests_per_s < full.requests_per_s  # 3 sequences at most, unless the flag says otherwise
+    # the process half builds its command from the same table, and compare reads the command back
+    command = validate_engines.build_command("toy", EngineConfig(model_dir="/m", served_model_name="m",
+                                                                 max_num_seqs=64), tmp_path)
+    assert command.argv == ["toy-serve", "/m", "--toy-seqs", "64"]
+    assert scenario_from_argv(command.argv, "toy") == {"max_num_seqs": 64}
+    assert validate_engines.parse_facts("toy", "").engine == "toy"
+    assert validate_engines.dialect("toy") == "openai"
+
+
+def test_engine_profiles_are_frozen():
+    with pytest.raises(Exception):
+        VLLM.max_num_seqs = 1  # type: ignore[misc]
+    assert isinstance(VLLM, EngineProfile)
