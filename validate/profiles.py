@@ -95,7 +95,7 @@ def _refuse_shared_labels(text: str, points: list[LoadPoint]) -> None:
     seen: dict[str, float | None] = {}
     for p in points:
         if p.label in seen:
-            raise UsageError(f"--profile {text}: {seen[p.label]:g} and {p.value:g} are the same load point "
+            raise UsageError(f"--profile {text}: {seen[p.label]:.15g} and {p.value:.15g} are the same load point "
                              f"{p.label} (labels keep 6 significant digits); give distinct values")
         seen[p.label] = p.value
 
