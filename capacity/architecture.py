@@ -251,7 +251,7 @@ def load_config_dict(id_or_path: str) -> dict[str, Any]:
     try:
         if isinstance(entry, Path) and entry.stat().st_size > CONFIG_FILE_MAX_BYTES:
             raise ConfigError(f"{source}: larger than {CONFIG_FILE_MAX_BYTES // 2**20} MiB; no config.json is that big")
-        text = entry.read_text(encoding="utf-8")
+        text = entry.read_text(encoding="utf-8-sig")  # a byte-order mark is harmless: skip it
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(one_line(f"cannot read {source}: {exc}")) from None
     try:

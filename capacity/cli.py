@@ -8,6 +8,7 @@ JSON). Set LLMCAP_TRACEBACK=1 to see the traceback of an unexpected error (exit 
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import math
 import os
@@ -371,9 +372,14 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+@functools.cache
+def _parser() -> argparse.ArgumentParser:
+    return build_parser()  # built once per process (5 ms); parse_args keeps no state between calls
+
+
 def main(argv: list[str] | None = None) -> int:
     try:
-        parser = build_parser()
+        parser = _parser()
         args = parser.parse_args(argv)
         if not getattr(args, "func", None):
             args = parser.parse_args(["estimate", *(argv or [])])
@@ -384,6 +390,9 @@ def main(argv: list[str] | None = None) -> int:
         return _fail("InputError", flatten_validation_error(exc))
     except RecursionError:
         return _fail("InputError", "an input file is nested too deeply")
+    except BrokenPipeError:  # the reader stopped (`| head`): quiet, as Python's docs advise
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
     except (OSError, ValueError) as exc:  # an output path that cannot be written, a file that cannot be decoded
         return _fail(type(exc).__name__, str(exc))
     except Exception as exc:  # noqa: BLE001  a bug, not bad input: still one line, exit 3

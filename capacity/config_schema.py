@@ -55,15 +55,14 @@ def _count(lo: int, hi: int) -> Any:
     """A whole number from lo to hi (an integral float such as 4096.0 is taken as 4096)."""
     expected = f"a positive integer up to {hi:,}" if lo == 1 else f"an integer from {lo} to {hi:,}"
 
-    def check(v: Any) -> int:
-        if isinstance(v, bool) or not isinstance(v, (int, float)):
-            raise _refuse(expected, v)
-        if isinstance(v, float):
-            if not (math.isfinite(v) and v.is_integer()):
-                raise _refuse(expected, v)
-            v = int(v)
+    def check(given: Any) -> int:
+        if isinstance(given, bool) or not isinstance(given, (int, float)):
+            raise _refuse(expected, given)
+        if isinstance(given, float) and not (math.isfinite(given) and given.is_integer()):
+            raise _refuse(expected, given)
+        v = int(given)
         if not lo <= v <= hi:
-            raise _refuse(expected, v)
+            raise _refuse(expected, given)
         return v
 
     return Annotated[int, BeforeValidator(check)]

@@ -85,6 +85,8 @@ def show_value(v: Any) -> str:
         return repr(v)
     if isinstance(v, str):
         return repr(v) if len(v) <= 40 else repr(v[:40]) + "…"
+    if isinstance(v, (list, tuple)) and not v:
+        return "an empty list"
     if isinstance(v, (list, tuple)):
         return f"a list of {len(v):,} item{'' if len(v) == 1 else 's'}"
     if isinstance(v, dict):
@@ -99,10 +101,14 @@ def flatten_validation_error(exc: Any, rename: dict[str, str] | None = None) -> 
     loc = [str(x) for x in err.get("loc", ())]
     if loc and rename and loc[0] in rename:
         loc[0] = rename[loc[0]]
-    where = ".".join(loc) or "value"
-    msg = err.get("msg", "invalid value")
+    where = ".".join(loc)
+    msg = str(err.get("msg", "invalid value"))
     if err.get("type") == "missing":
         return f"{where}: lacks required field"
-    got = "" if "got " in msg or "input" not in err else f", got {show_value(err['input'])}"
+    if err.get("type") == "value_error":  # a rule between fields: its own words, no input to show
+        msg, got = msg.removeprefix("Value error, "), ""
+    else:
+        msg = msg.replace("Input should be ", "expected ", 1)
+        got = "" if "got " in msg or "input" not in err else f", got {show_value(err['input'])}"
     extra = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
-    return one_line(f"{where}: {msg}{got}{extra}")
+    return one_line(f"{where + ': ' if where else ''}{msg}{got}{extra}")
