@@ -29,38 +29,36 @@ st.html("""<style>
 
 DEFAULT_MODEL = "meta-llama/Llama-3.1-8B"
 DEFAULT_GPU = "h200-sxm"
-ENGINES = {"vLLM": "vllm", "SGLang": "sglang", "Ideal roofline": "ideal"}  # label -> engine profile
 
 
 class InputError(Exception):
     """A sidebar input the model cannot take (bad upload, bad custom GPU); shown as st.error."""
 
 
-def sidebar() -> tuple[Scenario, float, float, float, str]:
-    """The inputs → (scenario, TTFT objective s, ITL objective s, target requests/s, model display name)."""
-    sb = st.sidebar
+def model_inputs(sb) -> tuple[str, str, str | None]:
+    """Model: a catalog id or an uploaded config.json → (model, display name, error)."""
     sb.header("Model")
     source = sb.segmented_control("Model from", ["Catalog", "Upload config.json"], default="Catalog",
                                   key="model_source", label_visibility="collapsed", required=True)
-    error = None
     if source == "Catalog":
         ids = catalog_ids()
         model = sb.selectbox("Model", ids, index=ids.index(DEFAULT_MODEL), key="model", persist_state="page",
                              help="Hugging Face config.json files shipped with the package")
-        display = model
-    else:
-        up = sb.file_uploader("config.json of any Hugging Face model", type=["json"], key="config_upload",
-                              help="Only the architecture is read: layers, heads, sizes, experts, quantization.")
-        model, display = DEFAULT_MODEL, "(no config uploaded yet)"
-        if up is not None:
-            try:
-                model, arch = inputs.uploaded_config(up.name, up.getvalue())
-                display = f"{arch.name} ({arch.architecture})"
-            except CapacityError as exc:
-                error = f"Uploaded model: {exc}"
-        else:
-            sb.caption("Upload a config.json; until then the page shows the default model.")
+        return model, model, None
+    up = sb.file_uploader("config.json of any Hugging Face model", type=["json"], key="config_upload",
+                          help="Only the architecture is read: layers, heads, sizes, experts, quantization.")
+    if up is None:
+        sb.caption("Upload a config.json; until then the page shows the default model.")
+        return DEFAULT_MODEL, "(no config uploaded yet)", None
+    try:
+        model, arch = inputs.uploaded_config(up.name, up.getvalue())
+        return model, f"{arch.name} ({arch.architecture})", None
+    except CapacityError as exc:
+        return DEFAULT_MODEL, "(no config uploaded yet)", f"Uploaded model: {exc}"
 
+
+def gpu_inputs(sb) -> tuple[str, float, str, str | None]:
+    """Hardware: a catalog GPU or custom numbers → (gpu id or spec path, catalog price, price key, error)."""
     sb.header("Hardware")
     gpu_source = sb.segmented_control("GPU from", ["Catalog", "Custom numbers"], default="Catalog",
                                       key="gpu_source", label_visibility="collapsed", required=True)
@@ -69,27 +67,29 @@ def sidebar() -> tuple[Scenario, float, float, float, str]:
         ids = list(catalog)
         gpu = sb.selectbox("GPU", ids, index=ids.index(DEFAULT_GPU), key="gpu", format_func=inputs.gpu_label,
                            persist_state="page")
-        default_price = catalog[gpu].price_usd_per_gpu_hour or 0.0
-        price_key = gpu
-    else:
-        base = catalog[DEFAULT_GPU]
-        name = sb.text_input("Name", "My GPU", key="cg_name", persist_state="page")
-        c1, c2 = sb.columns(2)
-        mem = c1.number_input("Memory (GB)", 1.0, 4096.0, base.usable_memory_bytes / 1e9, 1.0, key="cg_mem", persist_state="page",
-                              help="usable memory in GB (10⁹ bytes), as the driver reports it")
-        bw = c2.number_input("HBM (TB/s)", 0.05, 100.0, base.memory_bandwidth_bytes_per_s / 1e12, 0.1, key="cg_bw", persist_state="page")
-        bf16 = c1.number_input("BF16 TFLOP/s", 1.0, 100000.0, base.dense_flops_per_s.bf16 / 1e12, 10.0, key="cg_bf16", persist_state="page",
-                               help="dense (no sparsity)")
-        fp8 = c2.number_input("FP8 TFLOP/s", 0.0, 100000.0, (base.dense_flops_per_s.fp8 or 0) / 1e12, 10.0, key="cg_fp8", persist_state="page",
-                              help="0 = no FP8 tensor cores")
-        fp4 = c1.number_input("FP4 TFLOP/s", 0.0, 100000.0, 0.0, 10.0, key="cg_fp4", persist_state="page", help="0 = no FP4 tensor cores")
-        link = c2.number_input("Link (GB/s)", 1.0, 10000.0, base.interconnect_bytes_per_s_per_direction / 1e9, 50.0,
-                               key="cg_link", persist_state="page", help="scale-up bandwidth per GPU per direction")
-        try:
-            gpu, g = inputs.custom_gpu(name, mem, bw, bf16, fp8, fp4, link, 8, None)
-        except CapacityError as exc:
-            error, gpu = str(exc), DEFAULT_GPU
-        default_price, price_key = 2.0, "custom"
+        return gpu, catalog[gpu].price_usd_per_gpu_hour or 0.0, gpu, None
+    base = catalog[DEFAULT_GPU]
+    name = sb.text_input("Name", "My GPU", key="cg_name", persist_state="page")
+    c1, c2 = sb.columns(2)
+    mem = c1.number_input("Memory (GB)", 1.0, 4096.0, base.usable_memory_bytes / 1e9, 1.0, key="cg_mem", persist_state="page",
+                          help="usable memory in GB (10⁹ bytes), as the driver reports it")
+    bw = c2.number_input("HBM (TB/s)", 0.05, 100.0, base.memory_bandwidth_bytes_per_s / 1e12, 0.1, key="cg_bw", persist_state="page")
+    bf16 = c1.number_input("BF16 TFLOP/s", 1.0, 100000.0, base.dense_flops_per_s.bf16 / 1e12, 10.0, key="cg_bf16", persist_state="page",
+                           help="dense (no sparsity)")
+    fp8 = c2.number_input("FP8 TFLOP/s", 0.0, 100000.0, (base.dense_flops_per_s.fp8 or 0) / 1e12, 10.0, key="cg_fp8", persist_state="page",
+                          help="0 = no FP8 tensor cores")
+    fp4 = c1.number_input("FP4 TFLOP/s", 0.0, 100000.0, 0.0, 10.0, key="cg_fp4", persist_state="page", help="0 = no FP4 tensor cores")
+    link = c2.number_input("Link (GB/s)", 1.0, 10000.0, base.interconnect_bytes_per_s_per_direction / 1e9, 50.0,
+                           key="cg_link", persist_state="page", help="scale-up bandwidth per GPU per direction")
+    try:
+        gpu, _ = inputs.custom_gpu(name, mem, bw, bf16, fp8, fp4, link, 8, None)
+        return gpu, 2.0, "custom", None
+    except CapacityError as exc:
+        return DEFAULT_GPU, 2.0, "custom", str(exc)
+
+
+def deployment_inputs(sb) -> tuple[int, int, str, str, str]:
+    """GPUs, tensor parallel, weight and KV precision, engine → (num_gpus, tp, precision, kv precision, engine)."""
     c1, c2 = sb.columns(2)
     num_gpus = c1.number_input("GPUs", 1, 1024, 1, key="num_gpus", help="all GPUs of the deployment")
     tps = [d for d in range(1, int(num_gpus) + 1) if num_gpus % d == 0 and d <= 64]
@@ -100,26 +100,34 @@ def sidebar() -> tuple[Scenario, float, float, float, str]:
     precision = c1.selectbox("Weights", inputs.PRECISIONS, key="precision", format_func=lambda p: p.upper()
                              if p != "native" else "native", help="; ".join(f"{k}: {v}" for k, v in inputs.PRECISION_LABELS.items()))
     kv = c2.selectbox("KV cache", inputs.KV_PRECISIONS, key="kv_precision", format_func=str.upper)
-    engine = sb.radio("Engine profile", list(ENGINES), key="engine", horizontal=True,
-                      help="vLLM: its default limits (0.92 of memory, 8,192-token steps, 1,024 sequences) and "
-                           "calibrated efficiencies. SGLang: its per-GPU defaults (mem_fraction_static, 8,192-token "
-                           "prefill batches that run alone, CUDA graphs up to 256 sequences on an H200). "
-                           "Ideal: no engine limits, peak FLOP/s and bandwidth — an upper bound.")
+    engines = inputs.engine_labels()
+    engine = sb.radio("Engine profile", list(engines), key="engine", horizontal=True, help=inputs.engine_help())
+    return int(num_gpus), int(tp), precision, kv, engines[engine]
+
+
+def price_input(sb, default_price: float, price_key: str) -> float:
+    """$ per GPU-hour, reset to the catalog's price when the GPU changes."""
     if st.session_state.get("_price_for") != price_key:
         st.session_state["price"] = float(default_price)
         st.session_state["_price_for"] = price_key
-    price = sb.number_input("Price ($ per GPU-hour)", 0.0, 1000.0, step=0.1, key="price", format="%.2f",
-                            help="defaults to the catalog's price for the GPU; 0 = unknown (no cost figures)")
+    return sb.number_input("Price ($ per GPU-hour)", 0.0, 1000.0, step=0.1, key="price", format="%.2f",
+                           help="defaults to the catalog's price for the GPU; 0 = unknown (no cost figures)")
 
+
+def workload_inputs(sb) -> tuple[int, int]:
+    """Request shape → (input tokens, output tokens)."""
     sb.header("Workload")
     shape = sb.selectbox("Request shape", list(inputs.SHAPES), key="shape")
-    if inputs.SHAPES[shape] is None:
-        c1, c2 = sb.columns(2)
-        isl = int(c1.number_input("Input tokens", 0, 10_000_000, 1024, 64, key="isl", persist_state="page"))
-        osl = int(c2.number_input("Output tokens", 0, 10_000_000, 128, 16, key="osl", persist_state="page"))
-    else:
-        isl, osl = inputs.SHAPES[shape]
+    if inputs.SHAPES[shape] is not None:
+        return inputs.SHAPES[shape]
+    c1, c2 = sb.columns(2)
+    isl = int(c1.number_input("Input tokens", 0, 10_000_000, 1024, 64, key="isl", persist_state="page"))
+    osl = int(c2.number_input("Output tokens", 0, 10_000_000, 128, 16, key="osl", persist_state="page"))
+    return isl, osl
 
+
+def objective_inputs(sb) -> tuple[float, float, float]:
+    """Latency objectives and target load → (TTFT ms, ITL ms, requests/s)."""
     sb.header("Objectives")
     preset = sb.segmented_control("TTFT objective", list(inputs.TTFT_PRESETS_MS), default="1 s", key="ttft_preset",
                                   required=True, help="time to first token (p50 in the model)")
@@ -131,19 +139,34 @@ def sidebar() -> tuple[Scenario, float, float, float, str]:
                              help="inter-token latency: 50 ms = 20 tokens/s per user")
     target = sb.number_input("Target load (requests/s)", 0.0, 1e6, 10.0, 1.0, key="target_rps",
                              help="the GPUs needed to serve it within the objectives")
+    return ttft_ms, itl_ms, float(target)
 
+
+def measurements_input(sb) -> None:
+    """Uploaded results (read from session state by the Measured and Explorer tabs)."""
     sb.header("Your measurements")
     sb.file_uploader("validate's points.jsonl (+ metadata.json) or `vllm bench serve --save-result` JSON",
                      type=["jsonl", "json"], accept_multiple_files=True, key="results_upload",
                      help="Shown against the prediction (Measured vs predicted) and ranked with the project's "
                           "results (Explorer). A file that names no GPU or precision is taken to be the "
                           "configuration above.")
-    if error:
-        raise InputError(error)
-    s = Scenario(model=model, gpu=gpu, num_gpus=int(num_gpus), tp=int(tp), precision=precision, kv_precision=kv,
-                 engine=ENGINES[engine], ideal=ENGINES[engine] == "ideal", isl=isl, osl=osl,
-                 price_usd_per_gpu_hour=price or None)
-    return s, ttft_ms / 1e3, itl_ms / 1e3, float(target), display
+
+
+def sidebar() -> tuple[Scenario, float, float, float, str]:
+    """The inputs → (scenario, TTFT objective s, ITL objective s, target requests/s, model display name)."""
+    sb = st.sidebar
+    model, display, model_error = model_inputs(sb)
+    gpu, default_price, price_key, gpu_error = gpu_inputs(sb)
+    num_gpus, tp, precision, kv, engine = deployment_inputs(sb)
+    price = price_input(sb, default_price, price_key)
+    isl, osl = workload_inputs(sb)
+    ttft_ms, itl_ms, target = objective_inputs(sb)
+    measurements_input(sb)
+    if model_error or gpu_error:
+        raise InputError(gpu_error or model_error)
+    s = Scenario(model=model, gpu=gpu, num_gpus=num_gpus, tp=tp, precision=precision, kv_precision=kv,
+                 engine=engine, ideal=engine == "ideal", isl=isl, osl=osl, price_usd_per_gpu_hour=price or None)
+    return s, ttft_ms / 1e3, itl_ms / 1e3, target, display
 
 
 def lap(name: str) -> None:
@@ -197,8 +220,7 @@ def main() -> None:
         panes = st.tabs(names, key="tab", on_change="rerun")
     except TypeError:  # Streamlit without lazy tabs: render them all
         panes = st.tabs(names)
-    renderers = [tabs.charts_tab, tabs.compare_tab, tabs.measured_tab, tabs.explorer_tab, tabs.formulas_tab, tabs.launch_tab]
-    for pane, render in zip(panes, renderers):
+    for pane, render in zip(panes, tabs.TABS):
         if getattr(pane, "open", None) is False:
             continue
         with pane:

@@ -8,7 +8,9 @@ import json
 import tempfile
 from pathlib import Path
 
+import capacity.engines as capacity_engines
 from capacity.architecture import ModelArch, parse_config
+from capacity.engines import engine_profile
 from capacity.errors import ConfigError
 from capacity.hardware import Gpu, gpu_catalog, parse_gpu_file
 
@@ -89,3 +91,27 @@ def custom_gpu(name: str, memory_gb: float, bandwidth_tb_s: float, bf16_tflops: 
     if not path.exists():
         path.write_text(text)
     return str(path), parse_gpu_file(path)
+
+
+def engine_labels() -> dict[str, str]:
+    """The sidebar's engine choices: label (the engine object's title) -> engine name, as capacity/engines/ has them."""
+    return {capacity_engines.get(n).title: n for n in capacity_engines.names()}
+
+
+def engine_help(gpu_memory_bytes: float | None = None) -> str:
+    """What each engine choice means, from its limits on a GPU of this memory (None: its reference GPU)."""
+    parts = []
+    for name in capacity_engines.names():
+        engine, p = capacity_engines.get(name), engine_profile(name, gpu_memory_bytes)
+        if name == "ideal":
+            parts.append(f"{engine.title}: no engine limits, all memory after the weights as KV cache, peak FLOP/s and "
+                         "bandwidth — an upper bound.")
+            continue
+        row = engine.flags.row("gpu_memory_utilization")  # its meaning differs per engine: the flag names it
+        memory = f"{row.flag} {p.gpu_memory_utilization:g}" if row else "all memory after the weights"
+        graphs = f"CUDA graphs up to {p.max_cudagraph_tokens:,}" if p.max_cudagraph_tokens else "no CUDA graphs"
+        prefill = "prefill mixed into decode steps" if p.mixed_prefill else "prefill batches that run alone"
+        steps = "whole prompts per step" if p.max_num_batched_tokens >= 10**8 else f"{p.max_num_batched_tokens:,}-token steps"
+        seqs = "one request at a time" if p.max_num_seqs == 1 else f"{p.max_num_seqs:,} sequences"
+        parts.append(f"{engine.title}: {memory}, {steps}, {seqs}, {prefill}, {graphs}.")
+    return " ".join(parts)

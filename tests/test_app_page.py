@@ -304,3 +304,17 @@ def test_sglang_engine_profile_in_the_app(empty_corpus):
     assert not at.exception and not at.error
     sglang = metrics(at)
     assert sglang["Max concurrent users"] != vllm["Max concurrent users"]
+
+
+@pytest.mark.parametrize("label", ["TensorRT-LLM", "Transformers"])
+def test_every_engine_object_is_a_sidebar_choice(empty_corpus, label):
+    """The engine choices are capacity/engines/' objects; the ones without a calibration render too."""
+    import capacity.engines as capacity_engines
+
+    at = run_app()
+    assert at.radio(key="engine").options == [capacity_engines.get(n).title for n in capacity_engines.names()]
+    at.radio(key="engine").set_value(label)
+    rerun(at)
+    assert not at.exception and not at.error
+    open_tab(at, "Launch")
+    assert not at.exception and not at.error

@@ -18,9 +18,9 @@ NOT_ENGINES = frozenset({"base", "flags"})
 
 
 def names() -> tuple[str, ...]:
-    """Every engine's name, vLLM first (the default), then alphabetically."""
+    """Every engine's name: vLLM first (the default), the ideal roofline last, the others alphabetically."""
     found = sorted(m.name for m in pkgutil.iter_modules(__path__) if m.name not in NOT_ENGINES)
-    return tuple(sorted(found, key=lambda n: (n != "vllm", n)))
+    return tuple(sorted(found, key=lambda n: (n != "vllm", n == "ideal", n)))
 
 
 def get(name: str) -> Engine:

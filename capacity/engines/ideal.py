@@ -28,5 +28,5 @@ def limits(gpu_memory_bytes: float | None, tp: int, chunk: int | None) -> Engine
     return PROFILE
 
 
-ENGINE = Engine(name="ideal", title="ideal roofline", flags=FlagTable(), limits=limits,
+ENGINE = Engine(name="ideal", title="Ideal roofline", flags=FlagTable(), limits=limits,
                 source="no engine: the bound")
