@@ -253,15 +253,15 @@ def load_config_dict(id_or_path: str) -> dict[str, Any]:
             raise ConfigError(f"{source}: larger than {CONFIG_FILE_MAX_BYTES // 2**20} MiB; no config.json is that big")
         text = entry.read_text(encoding="utf-8-sig")  # a byte-order mark is harmless: skip it
     except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(one_line(f"cannot read {source}: {exc}")) from None
+        raise ConfigError(one_line(f"{source}: cannot read: {exc}")) from None
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
-        raise ConfigError(one_line(f"{source} is not valid JSON: {exc.msg} at line {exc.lineno}")) from None
+        raise ConfigError(one_line(f"{source}: not valid JSON: {exc.msg} at line {exc.lineno}")) from None
     except RecursionError:
-        raise ConfigError(f"{source}: is not a config.json: JSON nested too deeply") from None
+        raise ConfigError(f"{source}: not a config.json: JSON nested too deeply") from None
     except ValueError as exc:  # an integer of more than 4,300 digits
-        raise ConfigError(one_line(f"{source}: is not a config.json: {exc}")) from None
+        raise ConfigError(one_line(f"{source}: not a config.json: {exc}")) from None
 
 
 @functools.cache

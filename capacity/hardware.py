@@ -116,10 +116,10 @@ def parse_gpu_file(path: Path | str) -> Gpu:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, ValueError) as exc:  # ValueError: not a path (a NUL byte)
         if isinstance(exc, tomllib.TOMLDecodeError):
-            raise ConfigError(one_line(f"GPU spec {path} is not valid TOML: {exc}")) from None
-        raise ConfigError(one_line(f"cannot read GPU spec {path}: {exc}")) from None
+            raise ConfigError(one_line(f"GPU spec {path}: not valid TOML: {exc}")) from None
+        raise ConfigError(one_line(f"GPU spec {path}: cannot read: {exc}")) from None
     except RecursionError:
-        raise ConfigError(f"GPU spec {path} is not a GPU spec: TOML nested too deeply") from None
+        raise ConfigError(f"GPU spec {path}: not a GPU spec: TOML nested too deeply") from None
     try:
         return Gpu.model_validate(data)
     except ValidationError as exc:
