@@ -129,7 +129,9 @@ def memory_breakdown(s: Scenario) -> pd.DataFrame:
             ("Activations", m.activation_bytes, "peak of the engine's profile run (token budget forward / sampler)"),
             ("Engine overhead", m.non_torch_bytes + m.cuda_graph_bytes, "CUDA context, workspaces, CUDA graphs"),
             ("KV cache", m.kv_cache_bytes, kv_what),
-            ("Kept free", m.usable_bytes - m.budget_bytes, "1 − gpu_memory_utilization, left unused by the engine")]
+            ("Kept free", m.usable_bytes - m.weight_bytes - m.activation_bytes - m.non_torch_bytes - m.cuda_graph_bytes
+             - m.kv_cache_bytes, "left unused by the engine: 1 − its memory fraction (of the total, or for "
+                                 "TensorRT-LLM of what the weights leave free)")]
     df = pd.DataFrame(rows, columns=["part", "bytes", "what"])
     df["GB"] = df["bytes"] / 1e9
     df["GiB"] = df["bytes"] / 2**30
