@@ -91,7 +91,8 @@ def make_plan(m: ModelArch, gpu: Gpu, precision: str, kv_precision: str, profile
             f"{mem.num_blocks:,} blocks of {profile.block_size_tokens} tokens; one request of {need_ctx:,} tokens "
             f"needs {per_seq_blocks:,.0f}. "
             f"Try more GPUs (tp), a lower precision, fp8 KV cache or shorter sequences")
-    costs: StepCosts = build_costs(m, w, gpu, cp, kv_b, tp, ep, profile.max_cudagraph_tokens or float("inf"))
+    # 0 = no CUDA graphs (--enforce-eager): every step is launched op by op
+    costs: StepCosts = build_costs(m, w, gpu, cp, kv_b, tp, ep, profile.max_cudagraph_tokens)
     return Plan(m, gpu, profile, fmt, cp, kv_b, tp, ep, num_gpus // tp, w, mem, costs,
                 count_params(m).total, active_params_per_token(m), kv_bytes_per_token(m, kv_b, 1),
                 tuple(notes))

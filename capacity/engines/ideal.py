@@ -19,7 +19,7 @@ PROFILE = EngineProfile(
     activation_bytes_per_token=0.0,
     sampler_copies=0.0,
     moe_activation_factor=0.0,
-    max_cudagraph_tokens=0,
+    max_cudagraph_tokens=UNLIMITED,  # every step graphed: no launch floor
     in_flight_batches=1,
 )
 
