@@ -8,6 +8,7 @@ stops the engine and keeps every finished point (exit 130).
 from __future__ import annotations
 
 import argparse
+import functools
 import math
 import shlex
 import sys
@@ -112,10 +113,16 @@ def _engine_args(items: list[str]) -> list[str]:
         raise UsageError(f"--engine-arg {items!r}: {err}") from None
 
 
+@functools.cache
+def _parser() -> Parser:
+    """Built once per process (parse_args leaves it unchanged): main() is also called in-process, many times."""
+    return build_parser()
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
-        args = build_parser().parse_args(argv)
+        args = _parser().parse_args(argv)
         args.engine_args = _engine_args(getattr(args, "engine_arg", []))
         args.argv = ["validate", *argv]
         return int(args.func(args) or 0)

@@ -86,11 +86,13 @@ def compare_command(args: argparse.Namespace) -> int:
         raise UsageError("no measured points in the given folders")
     if "error" in df:
         bad = df[df["error"].notna()].drop_duplicates(subset=["run", "load", "error"])
-        for _, r in bad.iterrows():
-            print(f"cannot predict {r['run']} {r['load']}: {r['error']}", file=sys.stderr)
         df = df[df["error"].isna()]
-        if df.empty:
-            raise UsageError("the model could predict none of the measured points (reasons above)")
+        if df.empty:  # the error is the one line: the first reason and how many there were
+            r = bad.iloc[0]
+            raise UsageError(f"the model could predict none of the measured points ({len(bad)} reasons; first: "
+                             f"{r['run']} {r['load']}: {' '.join(str(r['error']).split())})")
+        for _, r in bad.iterrows():
+            print(f"cannot predict {r['run']} {r['load']}: {' '.join(str(r['error']).split())}", file=sys.stderr)
     out_cost, tot_cost = measured_cost(df, args.price_usd_per_gpu_hour)
     df = df.assign(measured_usd_per_million_output_tokens=out_cost, measured_usd_per_million_total_tokens=tot_cost)
     summary = summarize(df)
