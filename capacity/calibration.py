@@ -10,11 +10,12 @@ from __future__ import annotations
 import functools
 import importlib.resources
 import json
+import math
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from capacity.errors import ConfigError
+from capacity.errors import ConfigError, flatten_validation_error, one_line
 
 
 class Efficiency(BaseModel):
@@ -81,15 +82,32 @@ IDEAL = Calibration(
 )
 
 
+def _non_finite(value, where: str = "") -> str | None:
+    """The path of the first NaN or infinite number in parsed JSON, else None (a file must hold finite numbers)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return where or "value"
+    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+    for k, v in items:
+        found = _non_finite(v, f"{where}.{k}" if where else str(k))
+        if found:
+            return found
+    return None
+
+
 def parse_calibration_file(path: Path | str) -> Calibration:
     path = Path(path)
     try:
-        return Calibration.model_validate(json.loads(path.read_text()))
-    except (OSError, json.JSONDecodeError) as exc:
-        raise ConfigError(f"cannot read calibration {path}: {exc}") from None
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError, UnicodeDecodeError, RecursionError, ValueError) as exc:
+        reason = "JSON nested too deeply" if isinstance(exc, RecursionError) else exc
+        raise ConfigError(one_line(f"cannot read calibration {path}: {reason}")) from None
+    bad = _non_finite(data)
+    if bad:
+        raise ConfigError(f"calibration {path}: {bad}: expected a finite number")
+    try:
+        return Calibration.model_validate(data)
     except ValidationError as exc:
-        e = exc.errors()[0]
-        raise ConfigError(f"calibration {path}: {'.'.join(map(str, e['loc']))}: {e['msg']}") from None
+        raise ConfigError(f"calibration {path}: {flatten_validation_error(exc)}") from None
 
 
 @functools.cache

@@ -13,6 +13,7 @@ import json
 import math
 import os
 import sys
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -383,7 +384,9 @@ def main(argv: list[str] | None = None) -> int:
         args = parser.parse_args(argv)
         if not getattr(args, "func", None):
             args = parser.parse_args(["estimate", *(argv or [])])
-        return args.func(args)
+        with warnings.catch_warnings():  # numeric warnings are not for the user: every result is checked finite
+            warnings.simplefilter("ignore", RuntimeWarning)
+            return args.func(args)
     except CapacityError as exc:
         return _fail(type(exc).__name__, str(exc))
     except ValidationError as exc:

@@ -2,9 +2,9 @@
 traceback, a hang or a non-finite or negative number.
 
 Seeded generators (no hypothesis: the same inputs every run, so a failure reproduces; set LLMCAP_FUZZ_SEED to
-explore others). About 7,500 inputs: CLI flags of estimate/size/sweep/gpus/models (in-process through
+explore others). About 8,000 inputs: CLI flags of estimate/size/sweep/gpus/models (in-process through
 `capacity.cli.main`, plus a few real subprocesses), mutated copies of the shipped config.json files (through
-the CLI and straight through `parse_config`) and of the shipped GPU TOML files. Every input must finish within
+the CLI and straight through `parse_config`), of the shipped GPU TOML files and of the shipped calibrations. Every input must finish within
 2 s; a watchdog stops one that hangs. Failures are collected and reported with their reproducer.
 """
 
@@ -110,6 +110,8 @@ def problem(argv: list[str], rc: int, out: str, err: str, elapsed_s: float) -> s
         return None
     if rc != 0:
         return f"exit {rc}: {err.strip()[:300]}"
+    if err and "--help" not in argv:
+        return f"exit 0 but stderr is not empty: {err[:300]!r}"
     if "--help" in argv or "-h" in argv:
         return None
     if "--json" in argv:
@@ -472,6 +474,28 @@ def test_fuzz_gpu_toml(tmp_path):
             failures.check(["size", "--gpu", str(path), "--target-rps", "10", "--tps", "1", "--json"],
                            detail=f"changed lines: {changed!r}")
     failures.assert_none(1_000)
+
+
+# --- calibration files (--calibration) -----------------------------------------------------------------------
+
+
+def test_fuzz_calibration_file(tmp_path):
+    r = random.Random(SEED + 3)
+    shipped = [json.loads(p.read_text()) for p in sorted((REPO / "capacity" / "calibrations").glob("*.json"))]
+    failures = Failures("calibration")
+    for i in range(400):
+        cal = json.loads(json.dumps(r.choice(shipped)))
+        for _ in range(r.choice([1, 2])):
+            holder = cal.get("efficiency") if isinstance(cal.get("efficiency"), dict) and r.random() < 0.8 else cal
+            key = r.choice(list(holder) or ["efficiency"])
+            holder[key] = odd_value(r, holder.get(key))
+        data = config_text(r, cal)
+        path = tmp_path / f"cal{i}.json"
+        path.write_bytes(data)
+        failures.check(["estimate", "--calibration", str(path), "--json"] +
+                       (["--load", r.choice(["burst:1000", "rate:5", "concurrency:64"])] if r.random() < 0.5 else []),
+                       detail=f"calibration: {data[:300]!r}")
+    failures.assert_none(400)
 
 
 # --- real processes -----------------------------------------------------------------------------------------
