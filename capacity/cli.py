@@ -17,6 +17,7 @@ import warnings
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from pydantic import ValidationError
 
 from capacity.engine import PROFILES
@@ -115,8 +116,6 @@ def _choice(choices: tuple[str, ...]):
     return parse
 
 
-_names.__name__ = "names"
-_load.__name__ = "load"
 _tp = _int_in(1, 1024)
 _length = _int_in(1, LENGTH_MAX_TOKENS)
 _price = _float_in(0.0, 1e4, lo_open=True)
@@ -306,10 +305,11 @@ def cmd_sweep(a) -> int:
         raise InputError(f"the grid has {rows:,} rows; at most {SWEEP_MAX_ROWS:,} per sweep: split it")
     df = sweep_grid(a.model, a.gpu, a.precision, a.isl, a.osl, a.load_kind, a.load_values, a.tp, a.kv_precision,
                     a.engine, a.ideal, a.price_usd_per_gpu_hour)
-    fitting = df[df["fits"]] if "fits" in df else df
+    fitting = df[df["fits"].astype(bool)] if "fits" in df else df
     for col in SWEEP_RESULT_COLUMNS:
         if col in fitting and len(fitting):
-            bad = fitting[~(fitting[col].map(lambda x: math.isfinite(x) and x >= 0))]
+            values = fitting[col].to_numpy(dtype=float)
+            bad = fitting[~(np.isfinite(values) & (values >= 0))]
             if len(bad):
                 raise ResultError(f"the model gave a non-physical {col} ({show_value(float(bad[col].iloc[0]))}) for "
                                   f"{bad['model'].iloc[0]} on {bad['gpu'].iloc[0]}; nothing written")
