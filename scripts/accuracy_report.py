@@ -63,7 +63,6 @@ def ship(cal: Calibration, notes: str) -> Calibration:
 
 def main() -> None:
     runs = vllm_runs()
-    dirs = list(runs)
     # the fit sees single-GPU runs of the first two sittings (and the ladder) only, never a multi-GPU point
     single = [d for d, r in runs.items() if r.scenario.get("tp", 1) == 1 and fitted_run(d)]
     cals, reports = {}, {}
@@ -80,7 +79,7 @@ def main() -> None:
         cals[precision] = ship(cal, "Fitted on one H200 SXM with vLLM 0.26.0 defaults. On other GPUs it is an "
                                     "extrapolation: the factors are shares of each GPU's own peaks.")
         reports[precision] = rep
-    sglang_dirs = sorted(str(Path(p).parent) for p in glob.glob(str(SGLANG_DATA / "*/*/*/points.jsonl")))
+    sglang_dirs = sglang_runs()
     sg_cal, sg_rep = calibrate(sglang_dirs, "sglang", "h200-sxm", "bf16", HOLDOUT,
                                source="fitted by scripts/accuracy_report.py on SGLang 0.5.17 / H200 measurements "
                                       f"(data/measurements/h200/sglang-0.5.17), shapes {', '.join(HOLDOUT)} held out; only "
@@ -92,10 +91,30 @@ def main() -> None:
                           "Elsewhere an extrapolation.")
     from capacity.calibration import shipped_calibrations
     shipped_calibrations.cache_clear()
-    sg = compare_dirs(sglang_dirs, {"ideal": None, "default": Calibration(), "vllm": cals["bf16"], "calibrated": None})
+    sg = sglang_comparison(sglang_dirs, cals["bf16"])
+    df = vllm_comparison(runs)
+    write_doc(df, reports, runs, sg, sg_rep, cals, sg_cal)
+    write_readme_table(readme_table(df, sg))
+
+
+def sglang_runs() -> list[str]:
+    return sorted(str(Path(p).parent) for p in glob.glob(str(SGLANG_DATA / "*/*/*/points.jsonl")))
+
+
+def sglang_comparison(sglang_dirs: list[str], vllm_bf16: Calibration) -> pd.DataFrame:
+    """Every SGLang point in four modes (ideal, default factors, vLLM's bf16 fit, SGLang's shipped fit), with its
+    split (held-out shapes or fitted)."""
+    sg = compare_dirs(sglang_dirs, {"ideal": None, "default": Calibration(), "vllm": vllm_bf16, "calibrated": None})
     sg["shape"] = sg["isl"].astype(int).astype(str) + "x" + sg["osl"].astype(int).astype(str)
     sg["split"] = np.where(sg["shape"].isin(HOLDOUT), "held out", "fitted")
-    df = compare_dirs(dirs, {"ideal": None, "default": Calibration(), "calibrated": None})
+    return sg
+
+
+def vllm_comparison(runs: dict[str, MeasuredRun]) -> pd.DataFrame:
+    """Every vLLM point in three modes (ideal, default factors, the shipped calibrations), with its split: fitted,
+    held-out shape, never fitted (later sittings), another model, or TP > 1."""
+    single = [d for d, r in runs.items() if r.scenario.get("tp", 1) == 1 and fitted_run(d)]
+    df = compare_dirs(list(runs), {"ideal": None, "default": Calibration(), "calibrated": None})
     df = df[df["mode"].notna() & df.get("error").isna()] if "error" in df else df
     df["shape"] = df["isl"].astype(str) + "x" + df["osl"].astype(str)
     fitted_models = {runs[d].scenario["model"] for d in single}
@@ -103,10 +122,67 @@ def main() -> None:
         [df["tp"] > 1, ~df["model"].isin(fitted_models), ~df["run"].map(fitted_run), df["shape"].isin(HOLDOUT)],
         ["TP>1, never fitted", "other model, never fitted", "never fitted", "held out"], "fitted")
     df = df.drop_duplicates(subset=["model", "precision", "tp", "shape", "load", "mode", "run"])
-    write_doc(df, reports, runs, sg, sg_rep, cals, sg_cal)
+    return df
+
+
+# The README's accuracy table: (label, which comparison, mode, split); the numbers are summary()'s
+README_ROWS = (
+    ("`--ideal` roofline (a bound, not a prediction)", "vllm", "ideal", "held out"),
+    ("literature default factors, before any fit", "vllm", "default", "held out"),
+    ("calibrated, **held-out shapes**", "vllm", "calibrated", "held out"),
+    ("calibrated, **Gemma 3 27B, never fitted**", "vllm", "calibrated", "other model, never fitted"),
+    ("calibrated, **TP=2, never fitted**", "vllm", "calibrated", "TP>1, never fitted"),
+    ("calibrated, **other hosts** (sittings {sittings}; never fitted)", "vllm", "calibrated", "never fitted"),
+    ("**SGLang**, vLLM's kernels and host floor, front-end refitted, held-out shapes", "sglang", "calibrated", "held out"),
+)
+README_START = "<!-- accuracy-table: written by scripts/accuracy_report.py from docs/accuracy.md's numbers -->"
+README_END = "<!-- /accuracy-table -->"
+
+
+def readme_table(df: pd.DataFrame, sg: pd.DataFrame) -> str:
+    """The README's table, each row one (mode, split) cell set of summary()."""
+    rows = ["| | TTFT | ITL | requests/s | sync ITL (worst) | burst req/s (worst) |", "|---|---|---|---|---|---|"]
+    frames = {"vllm": df, "sglang": sg}
+    for label, frame, mode, split in README_ROWS:
+        s = summary_numbers(frames[frame], mode, split)
+        label = readme_label(label, frames[frame], mode, split)
+        cells = [s["ttft"], s["itl"], s["requests_per_s"], s["sync_itl_worst"], s["burst_worst"]]
+        rows.append(f"| {label} | " + " | ".join(cells) + " |")
+    return "\n".join(rows)
+
+
+def sitting_range(df: pd.DataFrame, mode: str, split: str) -> str:
+    """The sittings a split's points come from: '5–6'."""
+    numbers = sorted({int(sitting(d).split("-")[1]) for d in df[(df["mode"] == mode) & (df["split"] == split)]["run"]})
+    return "–" if not numbers else (f"{numbers[0]}" if len(numbers) == 1 else f"{numbers[0]}–{numbers[-1]}")
+
+
+def readme_label(label: str, df: pd.DataFrame, mode: str, split: str) -> str:
+    """A row label; '{sittings}' in it becomes the sittings its points come from."""
+    return label.format(sittings=sitting_range(df, mode, split)) if "{sittings}" in label else label
+
+
+def write_readme_table(table: str) -> None:
+    """Replace the README's table between its markers."""
+    path = ROOT / "README.md"
+    text = path.read_text()
+    start, end = text.index(README_START) + len(README_START), text.index(README_END)
+    path.write_text(text[:start] + "\n" + table + "\n" + text[end:])
 
 
 SPLITS = ("fitted", "held out", "never fitted", "other model, never fitted", "TP>1, never fitted")
+
+
+def summary_numbers(df: pd.DataFrame, mode: str, split: str) -> dict[str, str]:
+    """One mode and split: points, mean absolute errors, and the worst sync ITL and burst req/s errors, as quoted."""
+    g = df[(df["mode"] == mode) & (df["split"] == split)]
+    sync = g[g["load"] == "sync"]["error_itl_s"].abs().max()
+    burst = g[g["load"].str.startswith("burst")]["error_requests_per_s"].abs().max()
+    worst = ["–" if pd.isna(x) else f"{x * 100:.0f} %" for x in (sync, burst)]
+    return {"points": f"{len(g)}", "ttft": f"{g['error_ttft_s'].abs().mean() * 100:.0f} %",
+            "itl": f"{g['error_itl_s'].abs().mean() * 100:.0f} %",
+            "requests_per_s": f"{g['error_requests_per_s'].abs().mean() * 100:.0f} %",
+            "sync_itl_worst": worst[0], "burst_worst": worst[1]}
 
 
 def summary(df: pd.DataFrame, modes: tuple[str, ...] = ("ideal", "default", "calibrated"),
@@ -115,15 +191,11 @@ def summary(df: pd.DataFrame, modes: tuple[str, ...] = ("ideal", "default", "cal
             "|---|---|---|---|---|---|---|---|"]
     for mode in modes:
         for split in splits:
-            g = df[(df["mode"] == mode) & (df["split"] == split)]
-            if g.empty:
+            if df[(df["mode"] == mode) & (df["split"] == split)].empty:
                 continue
-            sync = g[g["load"] == "sync"]["error_itl_s"].abs().max()
-            burst = g[g["load"].str.startswith("burst")]["error_requests_per_s"].abs().max()
-            worst = ["–" if pd.isna(x) else f"{x * 100:.0f} %" for x in (sync, burst)]
-            rows.append(f"| {mode} | {len(g)} | {split} | {g['error_ttft_s'].abs().mean() * 100:.0f} % | "
-                        f"{g['error_itl_s'].abs().mean() * 100:.0f} % | {g['error_requests_per_s'].abs().mean() * 100:.0f} % | "
-                        f"{worst[0]} | {worst[1]} |")
+            s = summary_numbers(df, mode, split)
+            rows.append(f"| {mode} | {s['points']} | {split} | {s['ttft']} | {s['itl']} | {s['requests_per_s']} | "
+                        f"{s['sync_itl_worst']} | {s['burst_worst']} |")
     return "\n".join(rows)
 
 
