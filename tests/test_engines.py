@@ -70,6 +70,13 @@ def test_one_table_both_ways():
     assert "FREE" in capacity_engines.get("sglang").flags.row("gpu_memory_utilization").meaning
 
 
+def test_vllm_graphs_follow_its_sequence_limit():
+    """vLLM captures graphs up to min(2 × max_num_seqs, 512) tokens unless told otherwise."""
+    assert engine_profile("vllm").max_cudagraph_tokens == 512
+    assert engine_profile("vllm", max_num_seqs=128).max_cudagraph_tokens == 256
+    assert engine_profile("vllm", max_num_seqs=128, max_cudagraph_tokens=1024).max_cudagraph_tokens == 1024
+
+
 def test_eager_reads_as_no_graphs():
     assert scenario_from_argv(["vllm", "serve", "m", "--enforce-eager"]) == {"max_cudagraph_tokens": 0}
     table = capacity_engines.get("vllm").flags
@@ -86,7 +93,7 @@ TOY_MODEL = '''
                             activation_bytes_per_token=0.0, sampler_copies=0.0, moe_activation_factor=0.0)
     FLAGS = FlagTable((Flag("max_num_seqs", "--toy-seqs", "running requests at most",
                             read=limit("max_num_seqs", int), write=lambda s: s.get("max_num_seqs")),))
-    ENGINE = Engine(name="toy", title="Toy", flags=FLAGS, limits=lambda memory, tp, chunk: PROFILE)
+    ENGINE = Engine(name="toy", title="Toy", flags=FLAGS, limits=lambda memory, tp, overrides: PROFILE)
 '''
 TOY_PROCESS = '''
     from validate.engines.config import EngineCommand, EngineFacts, engine_flags

@@ -138,7 +138,7 @@ class FlagTable:
         return out
 
 
-def _no_profile(gpu_memory_bytes: float | None, tp: int, chunk: int | None) -> EngineProfile:
+def _no_profile(gpu_memory_bytes: float | None, tp: int, overrides: Mapping[str, Any]) -> EngineProfile:
     raise NotImplementedError
 
 
@@ -150,12 +150,14 @@ class Engine:
     name: str
     title: str
     flags: FlagTable
-    limits: Callable[[float | None, int, int | None], EngineProfile] = field(default=_no_profile)
+    # (GPU memory or None, TP, the overrides that are set) -> the defaults; an override can change a default that
+    # follows from it (SGLang's memory fraction from its chunk size, vLLM's largest graph from its sequence limit)
+    limits: Callable[[float | None, int, Mapping[str, Any]], EngineProfile] = field(default=_no_profile)
     source: str = ""
 
     def profile(self, gpu_memory_bytes: float | None = None, tp: int = 1, **overrides: Any) -> EngineProfile:
         """The limits on a GPU of `gpu_memory_bytes` at this TP (None: the engine's reference GPU); overrides
-        (None = keep) come last. A token budget given enters the per-GPU defaults (SGLang's reserve)."""
-        base = self.limits(gpu_memory_bytes, tp, overrides.get("max_num_batched_tokens"))
+        (None = keep) come last; the defaults that follow from them are computed with them."""
         clean = {k: v for k, v in overrides.items() if v is not None}
+        base = self.limits(gpu_memory_bytes, tp, clean)
         return base.model_copy(update=clean) if clean else base

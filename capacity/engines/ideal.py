@@ -4,6 +4,9 @@ calibration it gives the roofline bound (`--ideal`)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from capacity.engines.base import Engine, EngineProfile, FlagTable
 
 UNLIMITED = 10**9
@@ -24,7 +27,7 @@ PROFILE = EngineProfile(
 )
 
 
-def limits(gpu_memory_bytes: float | None, tp: int, chunk: int | None) -> EngineProfile:
+def limits(gpu_memory_bytes: float | None, tp: int, overrides: Mapping[str, Any]) -> EngineProfile:
     return PROFILE
 
 

@@ -12,6 +12,9 @@ Sliding-window models use vLLM's hybrid-allocator rule (SGLang's own SWA pool is
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from capacity.engines.base import Engine, EngineProfile, Flag, FlagTable
 from capacity.engines.flags import (data_parallel, expert_parallel_size, graphs_off, graphs_to, kv_fp8, limit, precision_fp8,
                                     precision_from_quantization, tensor_parallel)
@@ -43,8 +46,9 @@ def sglang_defaults(gpu_memory_bytes: float, tp: int = 1, chunk: int | None = No
             "max_cudagraph_tokens": max_bs}
 
 
-def limits(gpu_memory_bytes: float | None, tp: int, chunk: int | None) -> EngineProfile:
-    """SGLang's limits on a GPU of this memory (None: the reference GPU's)."""
+def limits(gpu_memory_bytes: float | None, tp: int, overrides: Mapping[str, Any]) -> EngineProfile:
+    """SGLang's limits on a GPU of this memory (None: the reference GPU's); a chunk size given enters the reserve."""
+    chunk = overrides.get("max_num_batched_tokens")
     if not gpu_memory_bytes:
         from capacity.hardware import load_gpu  # the catalog, read only when no GPU is named
 

@@ -10,6 +10,9 @@ The model's factors are vLLM's or the literature's: a rough baseline, not calibr
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from capacity.engines.base import Engine, EngineProfile, Flag, FlagTable
 from capacity.engines.flags import precision_from_quantization
 
@@ -30,7 +33,7 @@ PROFILE = EngineProfile(
 )
 
 
-def limits(gpu_memory_bytes: float | None, tp: int, chunk: int | None) -> EngineProfile:
+def limits(gpu_memory_bytes: float | None, tp: int, overrides: Mapping[str, Any]) -> EngineProfile:
     return PROFILE
 
 

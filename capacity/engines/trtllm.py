@@ -19,6 +19,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from capacity.engines.base import Engine, EngineProfile, Flag, FlagTable
 from capacity.engines.flags import expert_parallel_size, limit, tensor_parallel
 
@@ -40,7 +43,7 @@ PROFILE = EngineProfile(
 )
 
 
-def limits(gpu_memory_bytes: float | None, tp: int, chunk: int | None) -> EngineProfile:
+def limits(gpu_memory_bytes: float | None, tp: int, overrides: Mapping[str, Any]) -> EngineProfile:
     """The documented defaults do not depend on the GPU."""
     return PROFILE
 

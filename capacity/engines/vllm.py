@@ -9,17 +9,31 @@ use vLLM's hybrid-allocator rule (capacity.memory).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from capacity.engines.base import Engine, EngineProfile, Flag, FlagTable
 from capacity.engines.flags import (data_parallel, expert_parallel_switch, graphs_off, graphs_to, kv_fp8, limit, precision_fp8,
                                     precision_from_quantization, tensor_parallel)
 
 GiB = 2**30
+MAX_NUM_SEQS = 1024
+MAX_NUM_BATCHED_TOKENS = 8192
+LARGEST_DEFAULT_GRAPH_TOKENS = 512
+
+
+def default_graph_tokens(max_num_seqs: int, max_num_batched_tokens: int) -> int:
+    """vLLM's largest CUDA graph when none is set: min(2 × max_num_seqs, 512, max_num_batched_tokens) tokens
+    (vllm/config/vllm.py; the CPU build 0.32 also raises the 512 to 1,024 on Blackwell, not followed here: the
+    calibration is 0.26's on an H200)."""
+    return min(2 * max_num_seqs, LARGEST_DEFAULT_GRAPH_TOKENS, max_num_batched_tokens)
+
 
 PROFILE = EngineProfile(
     name="vllm",
     gpu_memory_utilization=0.92,
-    max_num_batched_tokens=8192,
-    max_num_seqs=1024,
+    max_num_batched_tokens=MAX_NUM_BATCHED_TOKENS,
+    max_num_seqs=MAX_NUM_SEQS,
     block_size_tokens=16,
     non_torch_bytes=0.22 * GiB,  # vLLM 0.26.0 on H200: "0.22 GiB for non-torch memory" (0.24 for the MoE)
     cuda_graph_bytes=0.0,  # 0.26.0 reports CUDA-graph memory (~1 GiB) but does not subtract it from the KV budget
@@ -29,15 +43,18 @@ PROFILE = EngineProfile(
     # 0.26.0 printed "Estimated CUDA graph memory: 0.64 GiB" and subtracted it for Qwen3-30B-A3B, but printed
     # no estimate (and subtracted none) for the three dense models: measured behaviour, cause not yet known
     moe_cuda_graph_bytes=0.64 * GiB,
-    max_cudagraph_tokens=512,
+    max_cudagraph_tokens=default_graph_tokens(MAX_NUM_SEQS, MAX_NUM_BATCHED_TOKENS),
     in_flight_batches=2,
     mixed_prefill=True,
 )
 
 
-def limits(gpu_memory_bytes: float | None, tp: int, chunk: int | None) -> EngineProfile:
-    """The same on every GPU this model covers (see the module docstring)."""
-    return PROFILE
+def limits(gpu_memory_bytes: float | None, tp: int, overrides: Mapping[str, Any]) -> EngineProfile:
+    """The same on every GPU this model covers (see the module docstring), except that the largest CUDA graph
+    follows the sequence limit and the token budget (`default_graph_tokens`)."""
+    graphs = default_graph_tokens(overrides.get("max_num_seqs") or MAX_NUM_SEQS,
+                                  overrides.get("max_num_batched_tokens") or MAX_NUM_BATCHED_TOKENS)
+    return PROFILE if graphs == PROFILE.max_cudagraph_tokens else PROFILE.model_copy(update={"max_cudagraph_tokens": graphs})
 
 
 FLAGS = FlagTable((
