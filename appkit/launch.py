@@ -105,10 +105,10 @@ def sglang(c: Launch) -> str:
            "--host", "0.0.0.0", "--port", "30000"]
     # memory fraction, prefill chunk and running-request limit are left to SGLang's own per-GPU defaults,
     # which are what `--engine sglang` models (capacity/engines/sglang.py); the comment says what they are
-    limits = engine_profile("sglang", c.gpu_memory_bytes, c.tp)
-    defaults = (f"SGLang's defaults on this GPU: --mem-fraction-static {limits.gpu_memory_utilization:g}, "
-                f"--chunked-prefill-size {limits.max_num_batched_tokens}, "
-                f"--cuda-graph-max-bs {limits.max_cudagraph_tokens}")
+    limits, table = engine_profile("sglang", c.gpu_memory_bytes, c.tp), capacity_engines.get("sglang").flags
+    shown = {"gpu_memory_utilization": f"{limits.gpu_memory_utilization:g}",
+             "max_num_batched_tokens": limits.max_num_batched_tokens, "cuda_graph_max_bs": limits.max_cudagraph_tokens}
+    defaults = "SGLang's defaults on this GPU: " + ", ".join(f"{table.row(k).flag} {v}" for k, v in shown.items())
     notes = [n for n in (_weights_note(c.precision), defaults, PUBLIC_HOST_NOTE) if n]
     return "".join(f"# {n}\n" for n in notes) + _fmt(cmd)
 
