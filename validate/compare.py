@@ -8,7 +8,6 @@ Errors are reported as predicted ÷ measured − 1 (positive = the model is too 
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -21,8 +20,11 @@ from capacity.calibration import Calibration
 import capacity.engines as capacity_engines
 from capacity.engines import argv_value  # noqa: F401  (kept importable from here)
 from capacity.errors import CapacityError
-from validate.errors import ValidateError
-from validate.results import PointResult, ResultsDir
+from pydantic import ValidationError
+
+from validate.errors import ResultsError, ValidateError, one_line
+from validate.results import (METADATA_FILE, ExcludedFile, FactsFile, PointResult, ResultsDir, ScenarioFile,
+                              read_json_file)
 
 METRICS = {  # measured key -> predicted key
     "mean_ttft_s": "ttft_s",
@@ -57,12 +59,13 @@ def load_run(path: str | Path) -> MeasuredRun:
     side = Path(path) / "scenario.json"
     if not side.exists():
         side = Path(path).parent / "scenario.json"
-    extra = json.loads(side.read_text()) if side.exists() else {}
+    extra = read_json_file(side, ScenarioFile).model_dump(exclude_unset=True) if side.exists() else {}
     argv = extra.get("engine_argv") or (meta.engine_argv if meta else [])
+    argv_file = side if extra.get("engine_argv") else folder.path / METADATA_FILE
     engine = extra.get("engine") or (meta.engine if meta and meta.engine in capacity_engines.names() else "vllm")
     scenario = {"model": extra.get("model") or (meta.model_id if meta else None),
                 "gpu": extra.get("gpu") or (meta.gpu_id if meta else None),
-                "engine": engine, **scenario_from_argv(argv, engine)}
+                "engine": engine, **_argv_scenario(argv, engine, argv_file)}
     for key in ("precision", "kv_precision"):
         if key in extra:
             scenario[key] = extra[key]
@@ -71,9 +74,25 @@ def load_run(path: str | Path) -> MeasuredRun:
                             "or put a scenario.json beside it)")
     points = [p for p in folder.points() if p.load not in excluded_loads(Path(path))]
     facts_file = Path(path) / "facts.json" if (Path(path) / "facts.json").exists() else Path(path).parent / "facts.json"
-    facts = json.loads(facts_file.read_text()) if facts_file.exists() else (
+    facts = read_json_file(facts_file, FactsFile).model_dump() if facts_file.exists() else (
         meta.engine_facts.model_dump() if meta and meta.engine_facts else {})
     return MeasuredRun(Path(path), scenario, points, facts)
+
+
+def _argv_scenario(argv: list[str], engine: str, where: Path) -> dict:
+    """scenario_from_argv, with a flag value that is not what the flag takes named (ResultsError)."""
+    try:
+        return scenario_from_argv(argv, engine)
+    except (ValueError, TypeError, OverflowError) as err:
+        for i, flag in enumerate(argv):  # the flag whose removal makes the rest readable is the bad one
+            if flag.startswith("-"):
+                try:
+                    scenario_from_argv(argv[:i] + argv[i + (1 if "=" in flag else 2):], engine)
+                except (ValueError, TypeError, OverflowError):
+                    continue
+                raise ResultsError(f"{where}: engine_argv: {flag.split('=')[0]}: expected a number "
+                                   f"({one_line(err)})") from None
+        raise ResultsError(f"{where}: engine_argv: {one_line(err)}") from None
 
 
 def excluded_loads(path: Path) -> set[str]:
@@ -83,7 +102,7 @@ def excluded_loads(path: Path) -> set[str]:
         f = parent / "excluded.json"
         if f.exists():
             rel = str(path.relative_to(parent))
-            return {p["load"] for p in json.loads(f.read_text()).get("points", []) if p.get("run") == rel}
+            return {p.load for p in read_json_file(f, ExcludedFile).points if p.run == rel}
     return set()
 
 
@@ -127,7 +146,10 @@ def compare_dirs(paths: list[str | Path], calibrations: dict[str, Calibration | 
     modes = calibrations or {"ideal": None, "calibrated": None}
     rows: list[dict] = []
     for path in paths:
-        rows += compare_run(load_run(path), modes)
+        try:
+            rows += compare_run(load_run(path), modes)
+        except ValidationError as err:  # a recorded value the Scenario refuses (e.g. an unknown engine)
+            raise ResultsError(f"{path}: {one_line(err)}") from None
     return pd.DataFrame(rows)
 
 
