@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from pathlib import Path
 
@@ -119,12 +120,22 @@ def calibrate_command(args: argparse.Namespace) -> int:
     return 0
 
 
+def _price(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (0 < value < 1e6):
+        raise argparse.ArgumentTypeError(f"expected US dollars per GPU-hour, more than 0 and below 1e6 (got {text!r})")
+    return value
+
+
 def add_parsers(sub) -> None:
     c = sub.add_parser("compare", help="the capacity model's prediction for every measured point")
     c.add_argument("dirs", nargs="+", help="results folders (validate --out)")
     c.add_argument("--report", help="write PATH (markdown), PATH.html (charts) and PATH.csv")
     c.add_argument("--calibration", help="calibration file for the 'calibrated' mode (default: the shipped one)")
-    c.add_argument("--price-usd-per-gpu-hour", type=float, help="for measured cost (default: the GPU spec's price)")
+    c.add_argument("--price-usd-per-gpu-hour", type=_price, help="for measured cost (default: the GPU spec's price)")
     c.set_defaults(func=compare_command)
     k = sub.add_parser("calibrate", help="fit efficiency factors to measured points, report held-out error")
     k.add_argument("dirs", nargs="+")
