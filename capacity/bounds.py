@@ -31,3 +31,36 @@ def decode_compute_bound_batch(c: StepCosts, context: float) -> float | None:
     if slope <= 0:
         return None
     return max(1.0, base_bytes / c.bandwidth_bytes_per_s / slope)
+
+
+def ideal_bounds(plan, isl: float, osl: float, load_kind: str, value: float) -> dict[str, float]:
+    """What no engine can beat on this plan's hardware (`--ideal`): a TTFT and an ITL no engine undercuts and a
+    request rate no engine exceeds, whatever it schedules.
+
+    * TTFT ≥ the request's prompt alone in one step at the whole-step roofline (nothing queued before it);
+    * ITL ≥ one decode step of the request alone at its prompt's context (the weights are read at least once
+      per step; the KV it attends only grows);
+    * requests/s ≤ the load's own limit — sync 1 ÷ e2e, C clients C ÷ e2e, a burst of N N ÷ e2e, a rate R — and
+      ≤ the hardware's: decoding needs (O − 1) steps per request, a step serves at most the sequences that all
+      memory after the weights holds at the prompt's length, each at least at that batch's roofline; and every
+      request's FLOPs at peak.
+    `plan` must be built with the ideal engine (every byte after the weights is KV, no engine limits)."""
+    from capacity.stepper import Stepper
+
+    st = Stepper.build(plan.costs, IDEAL.efficiency, ideal=True)
+    I, O = max(float(isl), 1.0), max(float(osl), 1.0)
+    ttft = st.time_s(0.0, 0.0, I, st.prefill_keys(I, 0.0))
+    itl = st.time_s(1.0, st.decode_keys(I), 0.0, 0.0) if O > 1 else 0.0
+    e2e = ttft + (O - 1) * itl
+    batch = max(float(np.asarray(plan.max_concurrent(I + 1))), 1.0)  # sequences of at least I + 1 tokens that fit
+    step = st.time_s(batch, st.decode_keys(I), 0.0, 0.0)
+    decode_cap = batch / step / (O - 1) if O > 1 else np.inf
+    flops = float(np.asarray(step_parts(plan.costs, IDEAL.efficiency, 0.0, 0.0, I, st.prefill_keys(I, 0.0), ideal=True).flops))
+    flops += (O - 1) * float(np.asarray(step_parts(plan.costs, IDEAL.efficiency, 1.0, I, 0.0, 0.0, ideal=True).flops))
+    compute_cap = plan.costs.peak_flops_per_s / flops
+    hardware = min(decode_cap, compute_cap)
+    load_cap = {"sync": 1.0 / e2e, "concurrency": value / e2e, "burst": value / e2e, "rate": value}[load_kind]
+    rps = min(load_cap, hardware)
+    return {"ttft_s": ttft, "itl_s": itl, "e2e_latency_s": e2e, "requests_per_s": rps,
+            "output_tokens_per_s": rps * O, "total_tokens_per_s": rps * (I + O), "running": min(batch, rps * e2e),
+            "decode_step_s": itl, "prefill_step_s": ttft}

@@ -18,7 +18,7 @@ from capacity.plan import Plan, make_plan
 from capacity.steptime import step_parts
 from capacity.workload import Extras, LoadResult, Slots, burst, closed_loop, open_loop
 from capacity.cost import usd_per_million_tokens
-from capacity.bounds import bound_of_step, decode_compute_bound_batch
+from capacity.bounds import bound_of_step, decode_compute_bound_batch, ideal_bounds
 from capacity.errors import WorkloadError
 from capacity.kv import attended_tokens_prefill
 from capacity.simulate import EngineContext, Traffic, simulate
@@ -135,7 +135,7 @@ def _check_lengths(s: Scenario) -> None:
 def plan_for(s: Scenario) -> Plan:
     """The deployment plan of a scenario (raises DoesNotFitError and friends with the reason)."""
     gpu = load_gpu(s.gpu)
-    profile = engine_profile(s.engine, gpu.usable_memory_bytes, s.tp, gpu_memory_utilization=s.gpu_memory_utilization,
+    profile = engine_profile("ideal" if s.ideal else s.engine, gpu.usable_memory_bytes, s.tp, gpu_memory_utilization=s.gpu_memory_utilization,
                              max_num_seqs=s.max_num_seqs, max_num_batched_tokens=s.max_num_batched_tokens,
                              max_cudagraph_tokens=s.max_cudagraph_tokens)
     return make_plan(load_model(s.model), gpu, s.precision, s.kv_precision, profile, s.num_gpus, s.tp,
@@ -212,7 +212,14 @@ def estimate_with_calibration(s: Scenario, calibration: Calibration | None) -> E
     plan = plan_for(s)
     model, gpu, profile = plan.model, plan.gpu, plan.profile
     cal = calibration if calibration is not None and not s.ideal else calibration_for(s, plan)
-    if s.method == "simulate":
+    if s.ideal:
+        b = ideal_bounds(plan, s.isl, s.osl, load.kind, load.value)
+        r = LoadResult(*(np.asarray(b[k]) for k in ("ttft_s", "itl_s", "e2e_latency_s", "requests_per_s",
+                                                      "output_tokens_per_s", "total_tokens_per_s", "running",
+                                                      "decode_step_s", "prefill_step_s")), np.asarray(False))
+        regime = ("a bound, not a prediction: the TTFT and ITL no engine undercuts and the throughput no engine "
+                  "exceeds on this hardware (roofline, all memory after the weights as KV cache, no engine limits)")
+    elif s.method == "simulate":
         r, regime = simulated_load(plan, cal, s, load.kind, load.value)
     else:
         r = run_load(plan, cal, s, s.isl, s.osl, load.kind, load.value)
@@ -230,7 +237,8 @@ def estimate_with_calibration(s: Scenario, calibration: Calibration | None) -> E
     decode_bound = bound_of_step(plan.costs, max(f["running"], 1.0), ctx, 0, 0)
     step = step_parts(plan.costs, cal.efficiency, max(f["running"], 1.0), ctx, 0.0, 0.0, s.ideal)
     gpu_s, host_s, launch_s = float(step.gpu_s + step.overhead_s), float(step.host_s), float(step.launch_s)
-    host_bound, launch_bound = host_s > max(gpu_s, launch_s), launch_s > max(gpu_s, host_s)
+    host_bound = host_s > gpu_s
+    launch_bound = launch_s > 0.25 * (max(gpu_s, host_s) + launch_s)  # op-by-op launches are a large share of the step
     notes = list(plan.notes)
     if profile.name == "sglang" and model.sliding_window:
         notes.append("SGLang keeps sliding-window layers in a pool of its own, which is not modelled: the KV "
@@ -242,8 +250,8 @@ def estimate_with_calibration(s: Scenario, calibration: Calibration | None) -> E
                      "more replicas would")
     if launch_bound:
         notes.append(f"decode at {f['running']:,.0f} running sequences is larger than the engine's largest CUDA graph "
-                     f"({profile.max_cudagraph_tokens:,} tokens): launched op by op, a step takes at least "
-                     f"{launch_s * 1e3:.0f} ms (calibration {cal.label}); larger graphs "
+                     f"({profile.max_cudagraph_tokens:,} tokens): launched op by op, it pays {launch_s * 1e3:.0f} ms of "
+                     f"launches on top of its work (calibration {cal.label}); larger graphs "
                      "(vLLM --max-cudagraph-capture-size, SGLang --cuda-graph-max-bs) remove that floor")
     if profile.name == "sglang" and model.moe is not None and cal.efficiency.eager_moe_layer_overhead_s > 0:
         notes.append("the MoE launch floor without CUDA graphs was measured on vLLM, not on SGLang")

@@ -57,7 +57,7 @@ class Traffic(BaseModel):
     length_dist: Literal["fixed", "uniform", "normal"] = "fixed"
     length_ratio: float = Field(0.0, ge=0, lt=10)
     seed: int = 0
-    # trace replay: send times (s) and lengths, one entry per request
+    # trace replay: send times (s) and lengths, one entry per request; lengths alone replay a closed loop or burst
     trace_send_s: tuple[float, ...] = ()
     trace_isl: tuple[int, ...] = ()
     trace_osl: tuple[int, ...] = ()
@@ -196,6 +196,12 @@ def _requests(traffic: Traffic, isl: int, osl: int) -> tuple[np.ndarray, np.ndar
                 send - send.min())
     n = int(traffic.value) if traffic.kind == "burst" else traffic.num_requests
     rng = np.random.default_rng(traffic.seed)
+    if traffic.trace_isl:  # recorded lengths, in send order (a closed loop or burst replayed with its own lengths)
+        if len(traffic.trace_osl) != len(traffic.trace_isl):
+            raise WorkloadError("trace: input and output lengths must be given, one pair per request")
+        I = np.maximum(np.asarray(traffic.trace_isl, dtype=int), 1)
+        O = np.maximum(np.asarray(traffic.trace_osl, dtype=int), 1)
+        return I, O, (np.zeros(len(I)) if traffic.kind == "burst" else None)
     pairs = [(spread_lengths(rng, isl, traffic.length_dist, traffic.length_ratio, 1)[0],
               spread_lengths(rng, osl, traffic.length_dist, traffic.length_ratio, 1)[0]) for _ in range(n)] \
         if traffic.length_dist != "fixed" else [(isl, osl)] * n

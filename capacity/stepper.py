@@ -134,14 +134,14 @@ class Stepper:
                prefill_keys_per_token: float) -> float:
         """Seconds of one step: `decode_seqs` sequences each reading `decode_keys_per_seq` token-layers
         (`decode_keys` of their mean context) and `prefill_tokens` attending `prefill_keys_per_token` each."""
-        return max(self._parts(decode_seqs, decode_keys_per_seq, prefill_tokens, prefill_keys_per_token))
+        busy, host, launch = self._parts(decode_seqs, decode_keys_per_seq, prefill_tokens, prefill_keys_per_token)
+        return max(busy, host) + launch
 
     def decode_run_s(self, decode_seqs: int, contexts: np.ndarray) -> np.ndarray:
         """Times of decode-only steps of `decode_seqs` sequences at these mean contexts (one per step)."""
         keys = np.asarray(attended_tokens_decode(self.costs.arch, contexts), dtype=float)
         d = float(decode_seqs)
         if self.ideal:
-            busy0, _, _ = self._parts(d, 0.0, 0.0, 0.0)
             c = self
             exp_b = self.experts_touched(d) * self.expert_bytes_per_touched if self.expert_flops_per_token else 0.0
             flops = (c.lin_flops_per_token + c.head_flops_per_logit + c.expert_flops_per_token) * d + d * keys * c.attn_flops_per_key
@@ -150,4 +150,4 @@ class Stepper:
             return np.maximum(flops / c.flops_per_s, by / c.weight_bytes_per_s) + comm
         busy0, host, launch = self._parts(d, 0.0, 0.0, 0.0)
         per_key = d * max(self.attn_flops_per_key / self.attn_flops_per_s, self.kv_bytes_per_key / self.kv_bytes_per_s)
-        return np.maximum(busy0 + per_key * keys, max(host, launch))
+        return np.maximum(busy0 + per_key * keys, host) + launch

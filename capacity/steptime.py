@@ -8,14 +8,18 @@ attending s keys on average, summed over layers). Per GPU, with tensor parallel 
   attention: decode reads the KV of every sequence; prefill does 4·n_h·d_h·p·s FLOPs
   comms:     2 all-reduces per layer of T·h·2 bytes when t > 1
   overhead:  step + per-layer + per-sequence constants
-  launch:    a step with more tokens than the engine's largest CUDA graph is launched op by op from the CPU,
-             ahead of the GPU: it lasts at least the per-layer launch time × layers (per MoE layer far more:
-             vLLM 0.26's fused-MoE path; Qwen3-30B-A3B stepped 44 ms at 640 sequences with graphs to 1,024 and
-             70 ms with the default graphs to 512 on the same H200 host)
   host:      the engine's host work per sampled token (scheduling, input preparation, detokenizing and
-             streaming each sequence's token) runs in other processes/threads, pipelined with the GPU: a
-             step lasts at least host_token_s × its sequences. At ~1,000 running sequences this ceiling,
-             not the GPU, sets decode throughput (vLLM 0.26 on H200: ~15k tokens/s whatever the model)
+             streaming each sequence's token) is pipelined with the GPU: a step lasts at least
+             host_token_s × its sequences. At ~1,000 running sequences this ceiling, not the GPU, sets
+             decode throughput (vLLM 0.26 on H200: ~15k tokens/s whatever the model)
+  launch:    a step with more tokens than the engine's largest CUDA graph is launched op by op from the CPU,
+             and that launch time adds to the step rather than hiding behind it: per-layer launch time × layers
+             (per MoE layer far more: vLLM 0.26's fused-MoE path). Qwen3-30B-A3B on one H200: 43 ms per step
+             at 640 decoding sequences with graphs to 1,024 (the host floor), 71 ms with the default graphs to
+             512; 75 and 93 ms at 1,024 — a constant ~25 ms on top, not a floor — and steps of ~60 decodes plus
+             a ~1,000-token prompt chunk (eager) near 55 ms where the GPU work alone is ~30 ms (sitting 7). An
+             added cost is what op-by-op launches give when each MoE layer waits for the GPU before launching
+             the next (a host–device synchronization per layer), so the GPU idles while the CPU launches
 
 Each operator takes max(FLOPs ÷ achieved FLOP/s, bytes ÷ achieved bandwidth); operators run one
 after another, so their times add. With `ideal`, the step is the whole-step roofline
@@ -114,7 +118,7 @@ class StepParts:
     overhead_s: np.ndarray
     gpu_s: np.ndarray  # operators and communication, without the overheads
     host_s: np.ndarray  # the pipelined host floor (host_token_s × sequences)
-    launch_s: np.ndarray  # the launch floor of a step larger than the largest CUDA graph (0 when graphed)
+    launch_s: np.ndarray  # op-by-op launch time of a step larger than the largest CUDA graph, added (0 when graphed)
     time_s: np.ndarray
 
     @property
@@ -180,7 +184,7 @@ def step_parts(c: StepCosts, eff: Efficiency, decode_seqs, decode_context, prefi
                      c.bandwidth_bytes_per_s, eff.weight_bandwidth)
         gpu = t_lin + t_exp + t_dec + t_pre + comm
         host = eff.host_token_s * (d + np.minimum(p, 1.0))
-        time = np.maximum(np.maximum(gpu + overhead, host), launch)
+        time = np.maximum(gpu + overhead, host) + launch
     shape = np.broadcast_shapes(tokens.shape, np.shape(gpu), np.shape(time))
     return StepParts(lin_flops, lin_bytes, exp_flops, exp_bytes, attn_flops, attn_bytes,
                      np.broadcast_to(comm, shape), np.broadcast_to(overhead, shape), np.broadcast_to(gpu, shape),
