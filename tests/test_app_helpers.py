@@ -11,7 +11,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # appkit/ beside app.py (until it is packaged)
 
-from appkit import compute, inputs, launch, measured  # noqa: E402
+from appkit import compute, explorer, inputs, launch, measured  # noqa: E402
 from capacity import Scenario, estimate  # noqa: E402
 from capacity.errors import ConfigError, DoesNotFitError  # noqa: E402
 from capacity.hardware import load_gpu  # noqa: E402
@@ -75,7 +75,7 @@ def test_empty_or_missing_corpus():
     runs, errors = measured.load_corpus(Path("/nonexistent/measurements"))
     assert runs == [] and errors == []
     assert measured.runs_table([]).empty
-    assert measured.best_configurations(pd.DataFrame(), 1.0).empty
+    assert explorer.best_configurations(pd.DataFrame(), 1.0).empty
 
 
 def test_uploads_without_facts_take_the_sidebars():
@@ -88,10 +88,10 @@ def test_uploads_without_facts_take_the_sidebars():
 def test_explorer_ranks_best_first_within_the_objective():
     runs, _ = measured.load_corpus(FIXTURES / "measurements")
     table = measured.runs_table(runs)
-    best = measured.best_configurations(table, ttft_objective_s=1.0, stat="p90")
+    best = explorer.best_configurations(table, ttft_objective_s=1.0, stat="p90")
     assert list(best["precision"]) == ["fp8", "bf16"]
     assert (best["ttft_s"] <= 1.0).all()
-    strict = measured.best_configurations(table, ttft_objective_s=0.05, stat="median")
+    strict = explorer.best_configurations(table, ttft_objective_s=0.05, stat="median")
     assert (strict["ttft_s"] <= 0.05).all()
     assert strict["output_tokens_per_s_per_gpu"].max() < best["output_tokens_per_s_per_gpu"].max()
     # $/M output tokens from the catalog price: $3.59/h on one H200

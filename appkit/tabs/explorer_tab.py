@@ -6,7 +6,7 @@ import streamlit as st
 
 from appkit import cached, charts
 from appkit.compute import Headline
-from appkit.measured import best_configurations
+from appkit.explorer import best_configurations
 from appkit.tabs.format import _csv_button, ms
 from appkit.tabs.measured_tab import all_results
 from capacity import Scenario

@@ -8,7 +8,8 @@ import streamlit as st
 
 from appkit import cached, charts, measured
 from appkit.compute import Headline
-from appkit.measured import latency_column, matches_scenario
+from appkit.explorer import latency_column
+from appkit.measured import matches_scenario
 from appkit.tabs.format import _csv_button
 from capacity import Scenario
 from capacity.hardware import gpu_catalog
