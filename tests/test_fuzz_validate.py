@@ -7,6 +7,7 @@
 - The results readers (points.jsonl, requests.jsonl, metadata.json, scenario.json, facts.json: what a
   resume and `validate compare` read) on mutated copies of tests/fixtures/measurements/, and `validate
   compare` itself on a share of them.
+- `validate sweep` load flags with junk values (against a port where nothing listens).
 
 Every input must end in exit 0, or exit 2 with exactly one stderr line `Type: message` and no traceback
 (library readers: a ValidateError whose message is one line), within 2 s. Imports that succeed must
@@ -36,6 +37,7 @@ import pytest
 
 from validate.cli import main
 from validate.compare import load_run
+from validate.engines.launcher import free_port
 from validate.errors import ValidateError
 from validate.results import ResultsDir, RunMetadata
 from validate.runner import stored_points
@@ -45,10 +47,11 @@ VLLM_FIXTURE = REPO / "tests" / "fixtures" / "vllm-bench-serve-llama8b-c16.json"
 RUNS = sorted(p.parent for p in (REPO / "tests" / "fixtures" / "measurements").rglob("points.jsonl"))
 LIMIT_S = 2.0
 
-# How many generated inputs each part runs (4,350 in all, plus the subprocesses).
+# How many generated inputs each part runs (4,550 in all, plus the subprocesses).
 IMPORT_CASES = {"vllm-summary": 900, "vllm-detailed": 700, "guidellm": 900, "bytes": 300}
 READER_CASES = 1450
 COMPARE_CASES = 100
+FLAG_CASES = 200
 
 JUNK: list[Any] = [None, True, False, 0, -1, -2.5, -1e300, 1e308, math.inf, -math.inf, math.nan, 10**400, -(10**30),
                    2**63, "", "12", "x", "1e3", "Infinity", "NaN", "\u00ff\x00", [], {}, [1, "a"], {"a": 1}, [[[]]],
@@ -343,6 +346,32 @@ def test_compare_never_tracebacks(tmp_path: Path):
         seen[code] += 1
         shutil.rmtree(run.parent)
     assert seen[0] >= 5 and seen[2] >= 20, seen
+
+
+# ---------------------------------------------------------------- load flags
+
+FLAG_VALUES = ["0", "-1", "1", "8", "1e400", "nan", "inf", "-inf", "", "x", "10" * 40, "2.5", "1,2", "sweep",
+               "burst:0", "rate:1e-300", "rate:1e300", "concurrency:99999999999", "uniform:0.5", "normal:nan",
+               "file:/etc/hostname", "uniform:-1", "rate:nan", "rate:inf", "burst:1e9", "sync", "burst:5",
+               "rate:1e-320", "normal:1e300", "rate:1.0000001,1.0000002", "concurrency:4,4"]
+LOAD_FLAGS = ["--isl", "--osl", "--profile", "--num-requests", "--duration-s", "--warmup", "--burst-size",
+              "--sweep-rates", "--arrivals", "--max-concurrency", "--length-dist", "--seed", "--request-timeout-s"]
+
+
+def test_sweep_flags_never_traceback(tmp_path: Path):
+    """Load flags of `validate sweep` with junk values, against a port where nothing listens: every input is
+    refused on one line (a bad flag, or no server), none is a traceback."""
+    rng = random.Random("flags")
+    url = f"http://127.0.0.1:{free_port()}"
+    for i in range(FLAG_CASES):
+        flags = {"--isl": "8", "--osl": "8"}
+        for flag in rng.sample(LOAD_FLAGS, rng.randint(1, 4)):
+            flags[flag] = rng.choice(FLAG_VALUES)
+        argv = ["sweep", "--base-url", url, "--model", "m", "--out", str(tmp_path / "out"),
+                *[part for pair in flags.items() for part in pair]]
+        code, _, stderr = cli(argv, f"flags {argv}")
+        assert code == 2, f"{argv}: {stderr}"
+        assert_contract(code, stderr, f"flags {argv}")
 
 
 # ---------------------------------------------------------------- a few real subprocesses
