@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import sys
 import textwrap
+from pathlib import Path
 
 import pytest
 
@@ -141,3 +142,31 @@ def test_engine_profiles_are_frozen():
     with pytest.raises(Exception):
         VLLM.max_num_seqs = 1  # type: ignore[misc]
     assert isinstance(VLLM, EngineProfile)
+
+
+DOC_ROWS = {"dtype": "dtype", "quantization": "quantization", "KV dtype": "kv_cache_dtype", "TP": "tensor_parallel_size",
+            "max length": "max_model_len", "memory fraction": "gpu_memory_utilization", "max sequences": "max_num_seqs",
+            "largest CUDA graph": {"vllm": "max_cudagraph_capture_size", "sglang": "cuda_graph_max_bs"}}
+DOC_ENGINES = ("vllm", "sglang", "trtllm", "transformers")  # the columns of docs/validate.md's engine table
+
+
+def test_validate_docs_engine_table_is_the_flag_tables():
+    """docs/validate.md's option table says what the flag tables do: the same flag per engine, and 'refused'
+    where an engine's table has no such option."""
+    doc = (Path(__file__).resolve().parent.parent / "docs" / "validate.md").read_text()
+    checked = 0
+    for line in doc.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) != 5 or cells[0] not in DOC_ROWS:
+            continue
+        for engine, cell in zip(DOC_ENGINES, cells[1:]):
+            option = DOC_ROWS[cells[0]]
+            option = option.get(engine) if isinstance(option, dict) else option
+            table = capacity_engines.get(engine).flags
+            if cell.startswith("`--"):
+                assert option and table.row(option).flag == cell.split("`")[1], (cells[0], engine)
+                checked += 1
+            elif "refused" in cell:
+                assert option not in table.options, (cells[0], engine)
+                checked += 1
+    assert checked >= 25
