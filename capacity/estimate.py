@@ -54,8 +54,10 @@ class Scenario(BaseModel):
     spec_draft_tokens: int = Field(0, ge=0, le=64)
     spec_draft_cost: float = Field(0.0, ge=0, le=10)
     num_requests: int | None = Field(None, ge=1, le=1_000_000, description="requests in a rate test (default: 120 s of arrivals) or a concurrency test (default: endless)")
-    method: Literal["closed-form", "simulate"] = Field("closed-form", description="closed forms (instant, over grids) or "
-                                                       "the step simulator (exact scheduler, any arrivals and length spreads)")
+    method: Literal["auto", "closed-form", "simulate"] = Field("auto", description="closed forms (instant, over grids), "
+                                                               "the step simulator (exact scheduler, any arrivals and "
+                                                               "length spreads), or auto: the closed forms unless the "
+                                                               "load has what they cannot express")
     arrivals: Literal["constant", "poisson", "gamma"] = Field("constant", description="rate loads: gaps between arrivals")
     gamma_shape: float = Field(1.0, gt=0, le=100, description="gamma arrivals: shape (1 = Poisson, < 1 burstier)")
     length_dist: Literal["fixed", "uniform", "normal"] = Field("fixed", description="spread of input and output lengths "
@@ -201,6 +203,25 @@ def simulated_load(plan: Plan, cal: Calibration, s: Scenario, load_kind: str, va
                       np.asarray(sim.preemptions > 0 or sim.max_running >= plan.profile.max_num_seqs)), regime
 
 
+def closed_form_gaps(s: Scenario, load_kind: str) -> list[str]:
+    """What this scenario asks for that the closed forms cannot express (they assume fixed lengths, evenly spaced
+    arrivals and clients that resend at once)."""
+    gaps = []
+    if s.length_dist != "fixed" and s.length_ratio > 0:
+        gaps.append(f"{s.length_dist} length spread")
+    if load_kind == "rate" and s.arrivals != "constant":
+        gaps.append(f"{s.arrivals} arrivals")
+    if load_kind == "concurrency" and s.think_time_s > 0:
+        gaps.append("think time")
+    return gaps
+
+
+def resolved_method(s: Scenario, load_kind: str) -> str:
+    if s.method != "auto":
+        return s.method
+    return "simulate" if closed_form_gaps(s, load_kind) else "closed-form"
+
+
 def estimate(s: Scenario) -> Estimate:
     return estimate_with_calibration(s, None)
 
@@ -212,6 +233,7 @@ def estimate_with_calibration(s: Scenario, calibration: Calibration | None) -> E
     plan = plan_for(s)
     model, gpu, profile = plan.model, plan.gpu, plan.profile
     cal = calibration if calibration is not None and not s.ideal else calibration_for(s, plan)
+    method = resolved_method(s, load.kind)
     if s.ideal:
         b = ideal_bounds(plan, s.isl, s.osl, load.kind, load.value)
         r = LoadResult(*(np.asarray(b[k]) for k in ("ttft_s", "itl_s", "e2e_latency_s", "requests_per_s",
@@ -219,7 +241,7 @@ def estimate_with_calibration(s: Scenario, calibration: Calibration | None) -> E
                                                       "decode_step_s", "prefill_step_s")), np.asarray(False))
         regime = ("a bound, not a prediction: the TTFT and ITL no engine undercuts and the throughput no engine "
                   "exceeds on this hardware (roofline, all memory after the weights as KV cache, no engine limits)")
-    elif s.method == "simulate":
+    elif method == "simulate":
         r, regime = simulated_load(plan, cal, s, load.kind, load.value)
     else:
         r = run_load(plan, cal, s, s.isl, s.osl, load.kind, load.value)
@@ -255,6 +277,10 @@ def estimate_with_calibration(s: Scenario, calibration: Calibration | None) -> E
                      "(vLLM --max-cudagraph-capture-size, SGLang --cuda-graph-max-bs) remove that floor")
     if profile.name == "sglang" and model.moe is not None and cal.efficiency.eager_moe_layer_overhead_s > 0:
         notes.append("the MoE launch floor without CUDA graphs was measured on vLLM, not on SGLang")
+    if method == "simulate" and s.method == "auto" and not s.ideal:
+        notes.append(f"simulated step by step: the closed forms cannot express the {' and '.join(closed_form_gaps(s, load.kind))}")
+    elif method == "closed-form" and closed_form_gaps(s, load.kind) and not s.ideal:
+        notes.append(f"closed forms asked for explicitly: the {' and '.join(closed_form_gaps(s, load.kind))} is ignored")
     if cal.extrapolated:
         notes.append(cal.extrapolated)
     elif cal.engine == "default":
@@ -282,6 +308,7 @@ def estimate_with_calibration(s: Scenario, calibration: Calibration | None) -> E
         usd_per_million_input_tokens=usd_per_million_tokens(fleet_price, rps * s.isl),
         usd_per_million_output_tokens=usd_per_million_tokens(fleet_price, out_tps),
         usd_per_million_total_tokens=usd_per_million_tokens(fleet_price, tot_tps),
-        calibration=cal.label, calibration_source=cal.source, intervals=intervals, method=s.method, regime=regime,
+        calibration=cal.label, calibration_source=cal.source, intervals=intervals, method="bound" if s.ideal else method,
+        regime=regime,
         notes=notes,
     )
