@@ -137,6 +137,20 @@ def _scenario_args(p: argparse.ArgumentParser, with_load: bool = True) -> None:
     p.add_argument("--osl", type=_length, default=d.osl, help="output tokens per request")
     if with_load:
         p.add_argument("--load", type=_load, default=d.load, help="sync | concurrency:C | burst:N | rate:R (default: %(default)s)")
+        p.add_argument("--num-requests", type=_int_in(1, 1_000_000),
+                       help="requests in the test (rate: default 120 s of arrivals; concurrency: default endless)")
+        p.add_argument("--method", default=d.method, choices=("auto", "closed-form", "simulate"),
+                       help="closed forms, the step simulator, or auto (default): simulate what the closed forms "
+                            "cannot express")
+        p.add_argument("--arrivals", default=d.arrivals, choices=("constant", "poisson", "gamma"),
+                       help="rate loads: gaps between arrivals (default: %(default)s)")
+        p.add_argument("--gamma-shape", type=_float_in(0.0, 100.0, lo_open=True), default=d.gamma_shape,
+                       help="gamma arrivals: shape (1 = Poisson, < 1 burstier)")
+        p.add_argument("--length-dist", type=_length_dist, default=("fixed", 0.0),
+                       help="fixed | uniform:R (±R × mean) | normal:R (σ = R × mean), as validate --length-dist")
+        p.add_argument("--think-time-s", type=_float_in(0.0, 86_400.0), default=0.0,
+                       help="closed loops: pause between a reply and the next request")
+        p.add_argument("--seed", type=_int_in(0, 2**32 - 1), default=0, help="simulator: arrivals and lengths")
     p.add_argument("--price-usd-per-gpu-hour", type=_price)
     p.add_argument("--gpu-memory-utilization", type=_float_in(0.0, 1.0, lo_open=True))
     p.add_argument("--max-num-seqs", type=_int_in(1, 1_000_000))
@@ -149,8 +163,24 @@ def _scenario_args(p: argparse.ArgumentParser, with_load: bool = True) -> None:
     p.add_argument("--spec-draft-cost", type=_float_in(0.0, 10.0), default=0.0, help="draft step time / target decode step time")
 
 
+def _length_dist(text: str) -> tuple[str, float]:
+    kind, _, ratio = text.strip().partition(":")
+    if kind == "fixed" and not ratio:
+        return "fixed", 0.0
+    if kind in ("uniform", "normal"):
+        try:
+            r = float(ratio)
+        except ValueError:
+            r = -1.0
+        if 0.0 <= r < (1.0 if kind == "uniform" else 10.0):
+            return kind, r
+    raise argparse.ArgumentTypeError(f"expected fixed, uniform:R (0 <= R < 1) or normal:R (0 <= R < 10), got {text!r}")
+
+
 def _scenario(a: argparse.Namespace, **extra) -> Scenario:
     fields = {k: getattr(a, k) for k in Scenario.model_fields if hasattr(a, k) and getattr(a, k) is not None}
+    if isinstance(fields.get("length_dist"), tuple):
+        fields["length_dist"], fields["length_ratio"] = fields["length_dist"]
     fields.update(extra)
     try:
         return Scenario(**fields)
@@ -224,6 +254,7 @@ def print_estimate_table(e) -> None:
         ("$/M total tokens", _fmt(e.usd_per_million_total_tokens)),
         ("price per GPU-hour", _fmt(e.price_usd_per_gpu_hour, " $")),
         ("calibration", e.calibration),
+        ("load model", f"{e.method}: {e.regime}"),
     ]
     for k, (lo, hi) in e.intervals.items():
         rows.append((f"{k} 90 % interval", f"{lo:,.4g} – {hi:,.4g}"))
@@ -242,6 +273,96 @@ def cmd_estimate(a) -> int:
         _print_json(e.model_dump())
     else:
         print_estimate_table(e)
+    return 0
+
+
+def _read_trace(path: str, load: str) -> dict:
+    """A trace to replay: CSV with columns send_s (or start_s), input_tokens (or isl) and output_tokens (or osl) —
+    a `validate` requests.csv works: its rows of the point named by --load — sorted by send time."""
+    import pandas as pd
+
+    try:
+        df = pd.read_csv(path)
+    except Exception as exc:  # noqa: BLE001  any unreadable file is one line
+        raise InputError(f"{path}: not a readable CSV trace ({type(exc).__name__})") from None
+    cols = {c.lower(): c for c in df.columns}
+    if "load" in cols:  # a results file of several points: the one --load names
+        labels = sorted(set(df[cols["load"]].astype(str)))
+        df = df[df[cols["load"]].astype(str) == load]
+        if not len(df):
+            raise InputError(f"{path}: no requests of load {load!r} (--load); it holds {', '.join(labels)[:300]}")
+    pick = lambda *names: next((cols[n] for n in names if n in cols), None)  # noqa: E731
+    send, isl, osl = pick("send_s", "start_s"), pick("input_tokens", "isl"), pick("output_tokens", "osl")
+    if not (send and isl and osl):
+        raise InputError(f"{path}: a trace needs columns send_s (or start_s), input_tokens (or isl), output_tokens (or osl)")
+    df = df[[send, isl, osl]].apply(pd.to_numeric, errors="coerce")
+    if df.isna().any().any() or len(df) == 0 or (df[[isl, osl]] < 1).any().any() or len(df) > 1_000_000:
+        raise InputError(f"{path}: trace rows must be numbers, lengths >= 1, at most 1,000,000 rows")
+    df = df.sort_values(send)
+    return {"trace_send_s": tuple(float(x) for x in df[send]), "trace_isl": tuple(int(x) for x in df[isl]),
+            "trace_osl": tuple(int(x) for x in df[osl])}
+
+
+def cmd_simulate(a) -> int:
+    """The step simulator on one scenario: per-request latencies and the engine's own counters."""
+    from capacity.estimate import calibration_for, plan_for
+    from capacity.load import parse_load
+    from capacity.simulate import MAX_SIM_REQUESTS, EngineContext, Traffic, simulate
+
+    s = _scenario(a, method="simulate")
+    load = parse_load(s.load)
+    trace = _read_trace(a.trace, str(load)) if a.trace else {}
+    if load.kind == "burst" and load.value > MAX_SIM_REQUESTS:
+        raise InputError(f"--load burst:{load.value:g}: the simulator runs at most {MAX_SIM_REQUESTS:,} requests")
+    plan = plan_for(s)
+    cal = calibration_for(s, plan)
+    n = len(trace.get("trace_isl", ())) or (int(load.value) if load.kind == "burst" else s.num_requests or
+                                            (10 if load.kind == "sync" else 1_000))
+    longest = max((i + o for i, o in zip(trace.get("trace_isl", ()), trace.get("trace_osl", ()))), default=0)
+    spread = 1 + (s.length_ratio if s.length_dist == "uniform" else 4 * s.length_ratio if s.length_dist == "normal" else 0)
+    longest = max(longest, int((s.isl + s.osl) * spread)) + 2
+    engine = EngineContext.build(plan, cal.efficiency, s.ideal, longest, s.prefix_hit_rate)
+    traffic = Traffic(kind="trace" if trace else load.kind, value=float(load.value), num_requests=n,
+                      arrivals=s.arrivals, gamma_shape=s.gamma_shape, think_time_s=s.think_time_s,
+                      length_dist=s.length_dist, length_ratio=s.length_ratio, seed=s.seed, **trace)
+    r = simulate(engine, traffic, s.isl, s.osl)
+    ttft = r.first_token_s - r.send_s
+    e2e = r.end_s - r.send_s
+    gaps = np.maximum(r.osl - 1, 1)
+    tpot = np.where(r.osl > 1, (r.end_s - r.first_token_s) / gaps, 0.0)
+    pct = lambda x: {f"p{q}": float(np.percentile(x, q)) for q in (50, 90, 99)}  # noqa: E731
+    out = {"model": s.model, "gpu": s.gpu, "engine": plan.profile.name, "load": str(load), "requests": int(len(r.isl)),
+           "calibration": cal.label, "summary": r.summary(), "steady_state": r.summary("steady"),
+           "ttft_s": pct(ttft), "tpot_s": pct(tpot), "e2e_latency_s": pct(e2e),
+           "engine_steps": r.steps, "preemptions": r.preemptions, "mean_running": r.mean_running,
+           "max_running": r.max_running, "kv_full_share": r.kv_full_share}
+    _checked(out)
+    if a.out:
+        import pandas as pd
+
+        pd.DataFrame({"send_s": r.send_s, "input_tokens": r.isl, "output_tokens": r.osl, "ttft_s": ttft,
+                      "tpot_s": tpot, "e2e_latency_s": e2e}).to_csv(a.out, index=False)
+    if a.json:
+        _print_json(out)
+        return 0
+    from rich.console import Console
+    from rich.table import Table
+
+    t = Table(title=f"simulated: {s.model} on {s.gpu} ({plan.profile.name}), {len(r.isl):,} requests, load {load}"
+                    f"{', trace ' + a.trace if a.trace else ''}")
+    for col in ("metric", "mean", "p50", "p90", "p99"):
+        t.add_column(col, justify="right" if col != "metric" else "left")
+    m = out["summary"]
+    for name, key, scale, unit in (("TTFT", "ttft_s", 1e3, "ms"), ("time per output token", "tpot_s", 1e3, "ms"),
+                                   ("end-to-end", "e2e_latency_s", 1.0, "s")):
+        mean = m["itl_s"] if key == "tpot_s" else m[key]
+        t.add_row(f"{name} ({unit})", *(f"{v * scale:,.4g}" for v in (mean, *out[key].values())))
+    console = Console()
+    console.print(t)
+    console.print(f"requests/s {m['requests_per_s']:,.4g} (benchmark as run), {out['steady_state']['requests_per_s']:,.4g} "
+                  f"(steady state); output tokens/s {m['output_tokens_per_s']:,.4g}; engine steps {r.steps:,}; "
+                  f"preemptions {r.preemptions:,}; running {r.mean_running:,.1f} mean / {r.max_running:,} max; "
+                  f"KV cache full {r.kv_full_share:.0%} of the time; calibration {cal.label}")
     return 0
 
 
@@ -341,6 +462,13 @@ def build_parser() -> argparse.ArgumentParser:
     _scenario_args(e)
     e.add_argument("--json", action="store_true")
     e.set_defaults(func=cmd_estimate)
+    sim = sub.add_parser("simulate", help="the step simulator: per-request latency percentiles, preemptions, "
+                                          "steady state vs the benchmark as run; --trace replays recorded arrivals")
+    _scenario_args(sim)
+    sim.add_argument("--trace", help="CSV of send_s, input_tokens, output_tokens (a validate requests.csv works)")
+    sim.add_argument("--out", help="per-request results as CSV")
+    sim.add_argument("--json", action="store_true")
+    sim.set_defaults(func=cmd_simulate)
     g = sub.add_parser("gpus", help="list the GPU catalog")
     g.add_argument("--json", action="store_true")
     g.set_defaults(func=cmd_gpus)

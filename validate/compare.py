@@ -69,6 +69,7 @@ def load_run(path: str | Path) -> MeasuredRun:
     for key in ("precision", "kv_precision"):
         if key in extra:
             scenario[key] = extra[key]
+    scenario.update(workload_scenario(meta.workload if meta else {}))
     if not scenario["model"] or not scenario["gpu"]:
         raise ValidateError(f"{path}: cannot tell the model and GPU (metadata.json needs model_id and gpu_id, "
                             "or put a scenario.json beside it)")
@@ -77,6 +78,22 @@ def load_run(path: str | Path) -> MeasuredRun:
     facts = read_json_file(facts_file, FactsFile).model_dump() if facts_file.exists() else (
         meta.engine_facts.model_dump() if meta and meta.engine_facts else {})
     return MeasuredRun(Path(path), scenario, points, facts)
+
+
+def workload_scenario(workload: dict) -> dict:
+    """The load's shape as the run sent it (metadata.json's workload, written by the folder's latest sweep): its
+    length spread and arrival process, as Scenario fields, so the prediction prices the same traffic (the closed
+    forms cannot express either: the estimate then simulates)."""
+    out: dict = {}
+    kind, _, ratio = str(workload.get("length_dist") or "fixed").partition(":")
+    if kind in ("uniform", "normal") and ratio:
+        try:
+            out["length_dist"], out["length_ratio"] = kind, float(ratio)
+        except ValueError:
+            out = {}
+    if workload.get("arrivals") in ("constant", "poisson"):
+        out["arrivals"] = workload["arrivals"]
+    return out
 
 
 def _argv_scenario(argv: list[str], engine: str, where: Path) -> dict:
