@@ -48,16 +48,21 @@ def points(spec: list[dict]):
 def main() -> None:
     spec, out = json.loads(Path(sys.argv[1]).read_text()), Path(sys.argv[2])
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
+    dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "capacity", "validate"],
+                           capture_output=True, text=True).stdout.strip()
+    commit += "+uncommitted" if dirty else ""  # the model that predicts must be named exactly
     with out.open("w") as f:
         for cfg, isl, osl, folder, load, n, extra in points(spec):
             for method in ("closed-form", "simulate"):
                 s = Scenario(model=cfg["model"], precision=cfg.get("precision", "bf16"), gpu=cfg.get("gpu", "h200-sxm"),
-                             isl=isl, osl=osl, load=load, num_requests=n, method=method, **extra)
+                             kv_precision=cfg.get("kv_precision", "bf16"), isl=isl, osl=osl, load=load,
+                             num_requests=n, method=method, **extra)
                 try:
                     e = estimate(s).model_dump()
                 except CapacityError as exc:
                     e = {"error": str(exc)}
                 f.write(json.dumps({"run": f"{cfg.get('name')}/{folder}", "model": s.model, "precision": s.precision,
+                                    "kv_precision": s.kv_precision,
                                     "isl": isl, "osl": osl, "load": load, "num_requests": n, "method": method, **extra,
                                     "predicted_at_commit": commit, "date": str(date.today()),
                                     **{k: e.get(k) for k in KEEP}, "error": e.get("error")}) + "\n")
