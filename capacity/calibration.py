@@ -115,7 +115,7 @@ def shipped_calibrations() -> dict[tuple[str, str, str], Calibration]:
     folder = importlib.resources.files("capacity.calibrations")
     out = {}
     for entry in folder.iterdir():
-        if entry.name.endswith(".json"):
+        if entry.name.endswith(".json") and entry.name != "card.json":  # card.json: the accuracy card (capacity/card.py)
             cal = parse_calibration_file(Path(str(entry)))
             out[(cal.engine, cal.gpu, cal.precision)] = cal
     return out
