@@ -443,9 +443,46 @@ def cmd_sweep(a) -> int:
     return 0
 
 
-def cmd_size(a) -> int:
-    from capacity.sizing import size
+def _print_layouts(ans) -> None:
+    from rich.console import Console
+    from rich.table import Table
 
+    t = Table(title=f"Pareto front for {ans.target_rps:g} req/s of {ans.isl}/{ans.osl} tokens, TTFT ≤ {ans.ttft_slo_s:g} s, "
+                    f"ITL ≤ {ans.itl_slo_s * 1e3:g} ms ({ans.model} on {ans.gpu}; {ans.layouts_within_slo:,} of "
+                    f"{ans.layouts_evaluated:,} layouts within the objectives, searched in {ans.search_s * 1e3:.0f} ms)")
+    for col in ("layout", "GPUs", "$/hour", "output tok/s per GPU", "tok/s per user", "TTFT ms", "ITL ms", "KV transfer ms"):
+        t.add_column(col, justify="left" if col == "layout" else "right")
+    for p in ans.pareto_front:
+        t.add_row(p.name + (" ◀" if ans.chosen and p == ans.chosen else ""), f"{p.num_gpus:,}", _fmt(p.usd_per_hour),
+                  f"{p.output_tokens_per_s_per_gpu:,.0f}", f"{p.tokens_per_s_per_user:,.0f}", f"{p.ttft_s * 1e3:,.1f}",
+                  f"{p.itl_s * 1e3:,.2f}", f"{p.kv_transfer_s * 1e3:,.3f}" if p.kind == "disaggregated" else "–")
+    console = Console()
+    console.print(t)
+    for label, p in (("chosen", ans.chosen), ("best aggregated", ans.best_aggregated),
+                     ("best disaggregated", ans.best_disaggregated)):
+        console.print(f"{label}: " + (f"{p.name}, {p.num_gpus:,} GPUs, {_fmt(p.usd_per_hour)} $/hour" if p else "none"))
+    for tp, why in ans.unfit.items():
+        console.print(f"[yellow]TP {tp} does not fit:[/yellow] {why}")
+    for n in ans.notes:
+        console.print(f"[yellow]note:[/yellow] {n}")
+    if ans.launch:
+        console.print("launch:", *ans.launch, sep="\n  ", markup=False)
+
+
+def cmd_size(a) -> int:
+    from capacity.sizing import size, size_layouts
+
+    if a.disagg:
+        ans = size_layouts(_scenario(a), a.target_rps, a.ttft_slo_s, a.itl_slo_s, a.tps, link=a.link,
+                           transfer=a.kv_transfer, router=a.router, prefix_groups=a.prefix_groups,
+                           prefill_max_num_batched_tokens=a.prefill_max_num_batched_tokens,
+                           decode_max_num_seqs=a.decode_max_num_seqs)
+        out = _checked(ans.model_dump())
+        if a.json:
+            _print_json(out)
+        else:
+            _print_layouts(ans)
+        return 0
     opts = size(_scenario(a), a.target_rps, a.ttft_slo_s, a.itl_slo_s, a.tps)
     rows = _checked([o.model_dump() for o in opts])
     if a.json:
@@ -496,6 +533,21 @@ def build_parser() -> argparse.ArgumentParser:
     z.add_argument("--ttft-slo-s", type=_float_in(0.0, 86_400.0, lo_open=True), default=1.0)
     z.add_argument("--itl-slo-s", type=_float_in(0.0, 3_600.0, lo_open=True), default=0.05)
     z.add_argument("--tps", type=_list_of(_tp), default=[1, 2, 4, 8], help="tensor-parallel sizes to consider")
+    z.add_argument("--disagg", action="store_true", help="search aggregated and disaggregated prefill/decode layouts "
+                                                         "(xPyD, TP per pool, replica counts) and print the Pareto front")
+    z.add_argument("--link", type=_choice(("auto", "nvlink4", "nvlink5", "ib-ndr", "ib-xdr", "roce-400g", "pcie-gen5")),
+                   default="auto", help="--disagg: KV-transfer link (auto: the GPU's scale-up link within a node, "
+                                        "InfiniBand NDR across)")
+    z.add_argument("--kv-transfer", type=_choice(("overlapped", "after-prefill")), default="overlapped",
+                   help="--disagg: KV streamed layer by layer during the prefill, or sent after it")
+    z.add_argument("--router", type=_choice(("round-robin", "prefix-aware")), default="round-robin",
+                   help="--disagg: how requests reach replicas and prefill instances")
+    z.add_argument("--prefix-groups", type=_float_in(1.0, 1e9), default=64.0,
+                   help="--disagg --router prefix-aware: distinct prefixes hashed to replicas")
+    z.add_argument("--prefill-max-num-batched-tokens", type=_int_in(1, 100_000_000),
+                   help="--disagg: the prefill pool's token budget per step (default: the engine's)")
+    z.add_argument("--decode-max-num-seqs", type=_int_in(1, 1_000_000),
+                   help="--disagg: the decode pool's sequence limit (default: the engine's)")
     z.add_argument("--json", action="store_true")
     z.set_defaults(func=cmd_size)
     return p

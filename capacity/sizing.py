@@ -63,3 +63,16 @@ def size(s: Scenario, target_rps: float, ttft_slo_s: float, itl_slo_s: float, tp
                                     replicas=replicas, num_gpus=replicas * tp,
                                     usd_per_hour=price * replicas * tp if price else None))
     return options
+
+
+def size_layouts(s: Scenario, target_rps: float, ttft_slo_s: float, itl_slo_s: float, tps: list[int], *,
+                 link: str = "auto", transfer: str = "overlapped", router: str = "round-robin",
+                 prefix_groups: float = 64, prefill_max_num_batched_tokens: int | None = None,
+                 decode_max_num_seqs: int | None = None):
+    """`capacity size --disagg`: aggregated replicas and xPyD layouts searched together (capacity.disagg.search);
+    the aggregated answer above is left as it is."""
+    from capacity.disagg import search
+
+    return search(s, target_rps, ttft_slo_s, itl_slo_s, tps, link=link, transfer=transfer, router=router,
+                  prefix_groups=prefix_groups, prefill_max_num_batched_tokens=prefill_max_num_batched_tokens,
+                  decode_max_num_seqs=decode_max_num_seqs)
