@@ -258,11 +258,13 @@ def print_estimate_table(e) -> None:
     ]
     for k, (lo, hi) in e.intervals.items():
         rows.append((f"{k} 90 % interval", f"{lo:,.4g} – {hi:,.4g}"))
+    from capacity.card import card_rows
+    rows += card_rows(e.card)  # the accuracy card: domain, slice, held-out error, intervals (capacity/card.py)
     for row in rows:
         t.add_row(*row)
     console = Console()
     console.print(t)
-    for n in e.notes:
+    for n in e.notes + (e.card.notes if e.card else []):
         console.print(f"[yellow]note:[/yellow] {n}")
 
 

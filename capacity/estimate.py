@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from capacity.architecture import load_model
 from capacity.calibration import IDEAL, Calibration, find_calibration, parse_calibration_file
+from capacity.card import AccuracyCard, accuracy_card
 from capacity.engine import engine_profile
 from capacity.formulas import compiled
 from capacity.hardware import load_gpu
@@ -124,6 +125,8 @@ class Estimate(BaseModel):
     regime: str = Field("", description="what the numbers describe: a benchmark as run (clients start together, a "
                                         "finite number of requests) or the steady state of an endless load")
     notes: list[str] = Field(default_factory=list)
+    card: AccuracyCard | None = Field(None, description="how far to trust this answer: domain, slice, held-out error "
+                                                        "and 90 % intervals (capacity/card.py)")
 
 
 def _check_lengths(s: Scenario) -> None:
@@ -289,7 +292,7 @@ def estimate_with_calibration(s: Scenario, calibration: Calibration | None) -> E
         notes.append("load exceeds what one replica runs at once: requests queue and TTFT grows with the queue")
     intervals = {k: (f[k] * math.exp(v.log_ratio_q05), f[k] * math.exp(v.log_ratio_q95))
                  for k, v in cal.residuals.items() if k in f}
-    return Estimate(
+    est = Estimate(
         model=s.model, gpu=gpu.id, engine=profile.name, ideal=s.ideal, precision=s.precision,
         weight_format=plan.weight_format, compute_precision=plan.compute_precision, kv_precision=s.kv_precision,
         num_gpus=s.num_gpus, tp=s.tp, ep=plan.ep, replicas=reps, isl=s.isl, osl=s.osl, load=str(load),
@@ -312,3 +315,4 @@ def estimate_with_calibration(s: Scenario, calibration: Calibration | None) -> E
         regime=regime,
         notes=notes,
     )
+    return est.model_copy(update={"card": accuracy_card(s, est)})

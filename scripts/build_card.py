@@ -1,0 +1,400 @@
+"""Build the accuracy card's data (capacity/calibrations/card.json) and its page (docs/card.md) from committed data only.
+
+    .venv/bin/python scripts/build_card.py            # write both
+    .venv/bin/python scripts/build_card.py --check    # exit 1 when either differs from what the data gives
+
+What each pool of slices is scored on (declared again in card.json `pools.*.scored_on`):
+- **measured**: the committed H200 measurements, held-out points only, with the shipped calibrations. vLLM 0.26.0
+  (data/measurements/h200/vllm-0.26.0): every point that scripts/accuracy_report.py does *not* fit on, i.e. the
+  HOLDOUT shapes (512x512, 2048x256) of its FIT_SITTINGS / FIT_RUNS and every point of the other runs (later
+  sittings, other models, TP > 1); the split is accuracy_report's own (`fitted_run`, HOLDOUT, single-GPU fitted
+  models), recomputed here on the calibrated mode only. SGLang 0.5.17 (data/measurements/h200/sglang-0.5.17): the
+  HOLDOUT shapes only (its front-end was fitted on the other two). The points excluded in excluded.json stay out.
+- **public**: every row of data/public/rows.jsonl that the current model estimates, scored exactly as
+  scripts/score_public.py scores it (its `score`, same Scenario mapping; nothing was fitted on these rows). The
+  row's published engine names the slice (TensorRT-LLM and NIM rows are scored with the profile score_public maps
+  them to; card.json `public_scoring` counts it). e2e-latency rows are not used (the card has no e2e metric).
+
+Metrics: TTFT, ITL (TPOT rows count as ITL), throughput (requests/s, output or total tokens/s: one relative error).
+Error = predicted ÷ measured − 1; the interval is [predicted × q05, predicted × q95] of measured ÷ predicted over
+the slice's points (numpy's default linear quantiles, no adjustment). A slice with fewer than MIN_POINTS points for
+a metric is widened to its parent (capacity/card.py `slice_chain`).
+
+Coverage check (card.json `coverage_check`): the intervals are rebuilt without one group at a time — one public
+source (leave-one-source-out), one measured sitting per engine (leave-one-sitting-out) — and the left-out points are
+checked against the interval of their slice; the share inside is reported as it comes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from pathlib import Path
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parents[1]
+for p in (str(REPO), str(REPO / "scripts")):
+    if p not in sys.path:
+        sys.path.insert(0, p)
+
+import accuracy_report as ar  # noqa: E402
+import score_public as sp  # noqa: E402
+from capacity.architecture import load_model  # noqa: E402
+from capacity.calibration import shipped_calibrations  # noqa: E402
+from capacity.card import KNOBS, METRIC_LABELS, METRICS, gpu_class, lookup, model_class, regime, slice_chain  # noqa: E402
+from capacity.estimate import estimate  # noqa: E402
+from capacity.load import parse_load  # noqa: E402
+from validate.compare import compare_dirs, load_run, point_scenario  # noqa: E402
+from validate.public.build import load_rows  # noqa: E402
+from validate.public.schema import THROUGHPUT_METRICS  # noqa: E402
+
+import capacity.card as _card  # noqa: E402
+
+_card.card_data = lambda: None  # the estimates scored here carry no card: the build never reads what it writes
+
+CARD_PATH = REPO / "capacity" / "calibrations" / "card.json"
+DOC_PATH = REPO / "docs" / "card.md"
+MIN_POINTS = 10
+MEASURED_METRICS = {"ttft_s": "ttft_s", "itl_s": "itl_s", "requests_per_s": "throughput"}
+PUBLIC_METRICS = {**{m: "throughput" for m in THROUGHPUT_METRICS}, "ttft_s": "ttft_s", "itl_s": "itl_s", "tpot_s": "itl_s"}
+SCORED_ON = {
+    "measured": "held-out points of the committed H200 measurements (vLLM 0.26.0: shapes 512x512 and 2048x256 of the "
+                "fitted sittings, every point of never-fitted runs: later sittings, Gemma 3, TP=2; SGLang 0.5.17: "
+                "shapes 512x512 and 2048x256), predicted with the shipped calibrations; the training split of "
+                "scripts/accuracy_report.py is never used",
+    "public": "rows of data/public/rows.jsonl scored with the current model as scripts/score_public.py scores them "
+              "(nothing fitted on them)",
+}
+
+
+def r4(x: float) -> float:
+    return float(f"{x:.4g}") if x else 0.0
+
+
+# ---------------------------------------------------------------- points
+def _point(pool, engine, gpu, mclass, reg, metric, measured, predicted, group) -> dict | None:
+    if not (measured and predicted and math.isfinite(measured) and math.isfinite(predicted)) or measured <= 0 or predicted <= 0:
+        return None
+    return {"pool": pool, "engine": engine, "gpu_class": gpu_class(gpu), "model_class": mclass, "regime": reg,
+            "metric": metric, "error": predicted / measured - 1, "log_ratio": math.log(measured / predicted),
+            "group": group}
+
+
+def measured_points() -> tuple[list[dict], dict]:
+    runs = ar.vllm_runs()
+    single = [d for d, r in runs.items() if r.scenario.get("tp", 1) == 1 and ar.fitted_run(d)]
+    fitted_models = {runs[d].scenario["model"] for d in single}
+    df = compare_dirs(list(runs), {"calibrated": None})
+    if "error" in df:
+        df = df[df["error"].isna()]
+    df = df.drop_duplicates(subset=["model", "precision", "tp", "isl", "osl", "load", "run"])
+    df["shape"] = df["isl"].astype(int).astype(str) + "x" + df["osl"].astype(int).astype(str)
+    # accuracy_report.vllm_comparison's split: fitted = single-GPU, fitted model, fitted run, not a HOLDOUT shape
+    df["fitted"] = (df["tp"] == 1) & df["model"].isin(fitted_models) & df["run"].map(ar.fitted_run) & ~df["shape"].isin(ar.HOLDOUT)
+    df["engine"] = "vllm"
+    df["group"] = ["vllm-0.26.0 " + ar.sitting(r) for r in df["run"]]
+    sg_dirs = ar.sglang_runs()
+    sg = compare_dirs(sg_dirs, {"calibrated": None})
+    sg["shape"] = sg["isl"].astype(int).astype(str) + "x" + sg["osl"].astype(int).astype(str)
+    sg["fitted"] = ~sg["shape"].isin(ar.HOLDOUT)
+    sg["engine"] = "sglang"
+    sg["group"] = ["sglang-0.5.17 " + Path(r).relative_to(ar.SGLANG_DATA).parts[0] for r in sg["run"]]
+    points = []
+    for d in (df, sg):
+        for row in d[~d["fitted"]].to_dict("records"):
+            load = parse_load(row["load"])
+            mclass, reg = model_class(load_model(row["model"])), regime(load.kind, load.value)
+            for mk, metric in MEASURED_METRICS.items():
+                pt = _point("measured", row["engine"], row["gpu"], mclass, reg, metric, row[f"measured_{mk}"],
+                            row[f"predicted_{mk}"], row["group"])
+                if pt:
+                    points.append(pt)
+    coverage = measured_coverage({**{d: r for d, r in runs.items()}, **{d: load_run(d) for d in sg_dirs}})
+    return points, coverage
+
+
+def measured_coverage(runs: dict) -> dict:
+    """What the committed measurements covered, per engine (every point, fitted or not: this is the box, not the error)."""
+    cov: dict[str, dict] = {}
+    for d, run in sorted(runs.items()):
+        pts = [p for p in run.points if p.completed]
+        if not pts:
+            continue
+        e = estimate(point_scenario(run, pts[0]))
+        version = Path(d).relative_to(REPO / "data/measurements/h200").parts[0].split("-", 1)[1]
+        c = cov.setdefault(e.engine, {"engine_version": version, "gpus": set(), "weight_formats": set(),
+                                      "kv_precisions": set(), "model_classes": set(), "models": set(),
+                                      "max_total_params": {}, "max_active_params": {}, "tp": set(),
+                                      "expert_parallel": set(), "max_num_gpus": 0, "max_isl": 0, "max_osl": 0,
+                                      "max_context": 0, "regimes": set(), "arrivals": set(), "length_dists": set(),
+                                      "knobs": {}})
+        mclass = model_class(load_model(e.model))
+        c["gpus"].add(e.gpu)
+        c["weight_formats"].add(e.weight_format)
+        c["kv_precisions"].add(e.kv_precision)
+        c["model_classes"].add(mclass)
+        c["models"].add(e.model)
+        c["max_total_params"][mclass] = max(c["max_total_params"].get(mclass, 0), e.total_params)
+        c["max_active_params"][mclass] = max(c["max_active_params"].get(mclass, 0), e.active_params_per_token)
+        c["tp"].add(e.tp)
+        c["expert_parallel"].add(e.ep > 1)
+        c["max_num_gpus"] = max(c["max_num_gpus"], e.num_gpus)
+        c["arrivals"].add(run.scenario.get("arrivals", "constant"))
+        c["length_dists"].add(run.scenario.get("length_dist", "fixed"))
+        for k in KNOBS:
+            if run.scenario.get(k) is not None:
+                c["knobs"].setdefault(k, set()).add(run.scenario[k])
+        for p in pts:
+            isl, osl = int(round(p.isl or 0)), int(round(p.osl or 0))
+            c["max_isl"], c["max_osl"] = max(c["max_isl"], isl), max(c["max_osl"], osl)
+            c["max_context"] = max(c["max_context"], isl + osl)
+            load = parse_load(p.load)
+            c["regimes"].add(regime(load.kind, load.value))
+    return {eng: {k: (sorted(v) if isinstance(v, set) else {kk: sorted(vv) if isinstance(vv, set) else vv
+                                                            for kk, vv in sorted(v.items())} if isinstance(v, dict) else v)
+                  for k, v in c.items()} for eng, c in sorted(cov.items())}
+
+
+def public_points() -> tuple[list[dict], dict, dict]:
+    rows = load_rows()
+    scored = sp.score(rows)
+    points, fmts, classes, knobs, flags = [], set(), set(), set(), {}
+    engines_as_is: set[str] = set()
+    refused, longest = 0, 0
+    for s in scored:
+        r = s.row
+        if s.error is None:
+            refused += 1
+            continue
+        mclass = model_class(load_model(r.model))
+        load = parse_load(s.scenario["load"])
+        fmts.add(f"{gpu_class(r.gpu)}/{s.est.weight_format}")
+        classes.add(mclass)
+        longest = max(longest, s.scenario["isl"] + s.scenario["osl"])
+        knobs |= {k for k in KNOBS if s.scenario.get(k) is not None}
+        if s.scenario["engine"] == r.engine:
+            engines_as_is.add(r.engine)
+        for f in s.flags:
+            if f.startswith("engine "):
+                flags[f] = flags.get(f, 0) + 1
+        metric = PUBLIC_METRICS.get(r.metric)
+        if metric is None:
+            continue
+        pt = _point("public", r.engine, r.gpu, mclass, regime(load.kind, load.value), metric, r.value, s.predicted,
+                    r.source_id)
+        if pt:
+            points.append(pt)
+    coverage = {"arrivals": ["constant"], "gpu_class_formats": sorted(fmts), "model_classes": sorted(classes),
+                "max_context": longest, "knobs": sorted(knobs)}
+    meta = {"rows": len(rows), "scored": len(rows) - refused, "refused": refused,
+            "engines_scored_as_is": sorted(engines_as_is), "scoring": dict(sorted(flags.items()))}
+    return points, coverage, meta
+
+
+# ---------------------------------------------------------------- slices
+def stats(pts: list[dict]) -> dict:
+    err = np.array([p["error"] for p in pts])
+    lr = np.array([p["log_ratio"] for p in pts])
+    src: dict[str, int] = {}
+    for p in pts:
+        src[p["group"]] = src.get(p["group"], 0) + 1
+    return {"n": len(pts), "median_abs_error": r4(float(np.median(np.abs(err)))),
+            "p90_abs_error": r4(float(np.quantile(np.abs(err), 0.9))), "median_ratio": r4(float(np.median(err + 1))),
+            "log_ratio_q05": r4(float(np.quantile(lr, 0.05))), "log_ratio_q95": r4(float(np.quantile(lr, 0.95))),
+            "sources": dict(sorted(src.items()))}
+
+
+def chain_of(p: dict) -> list[str]:
+    return slice_chain(p["engine"], p["gpu_class"], p["model_class"], p["regime"])
+
+
+def build_slices(points: list[dict]) -> dict:
+    groups: dict[str, dict[str, list[dict]]] = {}
+    for p in points:
+        for key in chain_of(p):
+            groups.setdefault(key, {}).setdefault(p["metric"], []).append(p)
+    return {k: {m: stats(groups[k][m]) for m in METRICS if m in groups[k]} for k in sorted(groups)}
+
+
+def coverage_check(points: list[dict]) -> dict:
+    """Leave one group out: intervals built without the group, checked on its points."""
+    per_metric = {m: [0, 0] for m in METRICS}
+    per_group: dict[str, list[int]] = {}
+    no_interval = 0
+    for g in sorted({p["group"] for p in points}):
+        train = build_slices([p for p in points if p["group"] != g])
+        for p in (p for p in points if p["group"] == g):
+            _, st, _ = lookup(train, chain_of(p), p["metric"], MIN_POINTS)
+            inside = bool(st) and st["log_ratio_q05"] <= p["log_ratio"] <= st["log_ratio_q95"]
+            no_interval += st is None
+            per_metric[p["metric"]][0] += 1
+            per_metric[p["metric"]][1] += inside
+            pg = per_group.setdefault(g, [0, 0])
+            pg[0] += 1
+            pg[1] += inside
+    share = lambda n, k: round(k / n, 4) if n else 0.0  # noqa: E731
+    n_all, k_all = sum(v[0] for v in per_metric.values()), sum(v[1] for v in per_metric.values())
+    return {"n": n_all, "inside": k_all, "share": share(n_all, k_all), "points_without_interval": no_interval,
+            "per_metric": {m: {"n": v[0], "inside": v[1], "share": share(*v)} for m, v in per_metric.items()},
+            "per_group": {g: {"n": v[0], "inside": v[1], "share": share(*v)} for g, v in per_group.items()}}
+
+
+def build() -> dict:
+    mpts, mcov = measured_points()
+    ppts, pcov, pmeta = public_points()
+    public_cals = sorted(c.label for c in shipped_calibrations().values() if "data/public" in c.source)
+    return {
+        "generated_by": "scripts/build_card.py (from committed data only; do not edit by hand)",
+        "min_points": MIN_POINTS,
+        "interval": "90 %: 5th and 95th percentiles of measured ÷ predicted over the slice's held-out points",
+        "error": "predicted ÷ measured − 1",
+        "metrics": {m: METRIC_LABELS[m] for m in METRICS},
+        "public_calibrations": public_cals,
+        "public_calibrations_note": "calibrations fitted on public data: " + (", ".join(public_cals) if public_cals
+                                                                              else "none ships yet"),
+        "measured_coverage": mcov,
+        "public_coverage": pcov,
+        "public_engines_scored_as_is": pmeta["engines_scored_as_is"],
+        "public_scoring": {"rows": pmeta["rows"], "scored": pmeta["scored"], "refused": pmeta["refused"],
+                           "mapping": pmeta["scoring"]},
+        "pools": {
+            "measured": {"scored_on": SCORED_ON["measured"], "points": len(mpts), "slices": build_slices(mpts)},
+            "public": {"scored_on": SCORED_ON["public"], "points": len(ppts), "slices": build_slices(ppts)},
+        },
+        "coverage_check": {
+            "measured": {"method": "leave one sitting out (per engine): intervals from the other sittings' held-out "
+                                   "points, checked on the left-out sitting's", **coverage_check(mpts)},
+            "public": {"method": "leave one source out: intervals from the other sources' rows, checked on the "
+                                 "left-out source's", **coverage_check(ppts)},
+        },
+    }
+
+
+def card_json(card: dict) -> str:
+    return json.dumps(card, indent=1, ensure_ascii=False, allow_nan=False) + "\n"
+
+
+# ---------------------------------------------------------------- doc
+def pc(x: float) -> str:
+    return f"{x * 100:.0f} %"
+
+
+def slice_rows(slices: dict, min_points: int) -> list[str]:
+    out = ["| slice | metric | points | median abs error | p90 abs error | median error | 90 % interval (× predicted) | sources |",
+           "|---|---|---|---|---|---|---|---|"]
+    for key, by in slices.items():
+        for m, st in by.items():
+            if st["n"] < min_points:
+                continue
+            src = ", ".join(f"{k} ({v})" for k, v in sorted(st["sources"].items(), key=lambda kv: (-kv[1], kv[0]))[:4])
+            more = len(st["sources"]) - 4
+            out.append(f"| {key} | {METRIC_LABELS[m]} | {st['n']} | {pc(st['median_abs_error'])} | "
+                       f"{pc(st['p90_abs_error'])} | {(st['median_ratio'] - 1) * 100:+.0f} % | "
+                       f"{math.exp(st['log_ratio_q05']):.2f} – {math.exp(st['log_ratio_q95']):.2f} | "
+                       f"{src}{f' +{more} more' if more > 0 else ''} |")
+    return out
+
+
+def coverage_rows(cc: dict) -> list[str]:
+    out = ["| metric | held-out points | inside their 90 % interval | share |", "|---|---|---|---|"]
+    for m, v in cc["per_metric"].items():
+        out.append(f"| {METRIC_LABELS[m]} | {v['n']} | {v['inside']} | {pc(v['share'])} |")
+    out.append(f"| **all** | {cc['n']} | {cc['inside']} | **{pc(cc['share'])}** |")
+    out += ["", "| left out | points | share inside |", "|---|---|---|"]
+    out += [f"| {g} | {v['n']} | {pc(v['share'])} |" for g, v in cc["per_group"].items()]
+    return out
+
+
+def render_doc(card: dict) -> str:
+    mc, cc = card["measured_coverage"], card["coverage_check"]
+    L = ["# The accuracy card on every answer", "",
+         "Generated by `python scripts/build_card.py` from committed data only (the H200 measurements' held-out "
+         "points and the public corpus scored with the current model); every number below is that script's, and "
+         "`tests/test_card.py` fails when this page or `capacity/calibrations/card.json` is stale. The card "
+         "(`capacity/card.py`) is on every estimate: `capacity estimate` prints it under the numbers, `--json` carries "
+         "it as `card`, the app shows it beside the headline.", "",
+         "## Domains", "",
+         "- **measured-here**: engine, GPU, weight format, KV precision, model class and size, TP, lengths, load "
+         "regime and every knob set are inside what the committed H200 measurements of that engine covered (below). "
+         "The errors come from those measurements' held-out points.",
+         f"- **calibrated-on-public-data**: the calibration used was fitted on public data. {card['public_calibrations_note'].capitalize()}.",
+         "- **extrapolated**: outside that box (another GPU, an engine never measured here, a larger model, TP beyond "
+         "the measured, MLA, other lengths) but inside what the public corpus scored. The errors come from the "
+         "public corpus's scored rows of the slice.",
+         "- **unsupported-feature**: a knob whose effect no committed measurement checked, here or in public "
+         "(speculative decoding, prefix caching, think time, FP4 on a GPU class where no row ran it, context beyond "
+         f"the longest measured ({max([card['public_coverage']['max_context']] + [c['max_context'] for c in mc.values()]):,} "
+         "tokens), a scheduler knob never varied). The card shows the slice's errors without the feature and says "
+         "its effect is not in them.", "",
+         "What the measurements here cover, per engine:", "",
+         "| engine | version | GPUs | weights | KV | model classes | largest model (total / active) | TP | EP | lengths up to | regimes | arrivals | knobs set |",
+         "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for eng, c in mc.items():
+        size = ", ".join(f"{k} {c['max_total_params'][k] / 1e9:.1f} B / {c['max_active_params'][k] / 1e9:.1f} B"
+                         for k in c["max_total_params"])
+        knobs = ", ".join(f"{k}={'/'.join(map(str, v))}" for k, v in c["knobs"].items()) or "none"
+        L.append(f"| {eng} | {c['engine_version']} | {', '.join(c['gpus'])} | {', '.join(c['weight_formats'])} | "
+                 f"{', '.join(c['kv_precisions'])} | {', '.join(c['model_classes'])} | {size} | "
+                 f"{', '.join(map(str, c['tp']))} | {'yes' if True in c['expert_parallel'] else 'no'} | "
+                 f"{c['max_isl']:,} in, {c['max_osl']:,} out, {c['max_context']:,} in all | {', '.join(c['regimes'])} | "
+                 f"{', '.join(c['arrivals'])} | {knobs} |")
+    pcv, ps = card["public_coverage"], card["public_scoring"]
+    L += ["", f"The public corpus: {ps['scored']} of {ps['rows']} rows scored ({ps['refused']} refused by the model); "
+          f"model classes {', '.join(pcv['model_classes'])}; GPU class / weight format pairs "
+          f"{', '.join(pcv['gpu_class_formats'])}; contexts up to {pcv['max_context']:,} tokens. Engines scored with "
+          f"their own profile: {', '.join(card['public_engines_scored_as_is'])}; "
+          + "; ".join(f"{k}: {v} rows" for k, v in ps["mapping"].items()) + ".", "",
+          "## Slices", "",
+          f"A slice is engine × GPU class × model class × load regime (sync; closed loop; burst, which includes the "
+          f"public offline and batch rows; open arrivals). Error = {card['error']}; |error| median and 90th "
+          f"percentile per metric; the interval is the {card['interval']}, applied to the estimate. A slice with fewer "
+          f"than {card['min_points']} points for a metric is widened: same engine and GPU class with any model class, "
+          "then any regime, then any engine on the GPU class, then the whole pool; the card says \"few points\" and "
+          "names the slice used.", "",
+          f"### Measured here ({card['pools']['measured']['points']} held-out points)", "",
+          card["pools"]["measured"]["scored_on"].capitalize() + ". Slices with at least "
+          f"{card['min_points']} points:", ""]
+    L += slice_rows(card["pools"]["measured"]["slices"], card["min_points"])
+    L += ["", f"### Public corpus ({card['pools']['public']['points']} scored points)", "",
+          card["pools"]["public"]["scored_on"].capitalize() + f". Slices with at least {card['min_points']} points:", ""]
+    L += slice_rows(card["pools"]["public"]["slices"], card["min_points"])
+    L += ["", "## Coverage of the 90 % intervals on held-out points", "",
+          "Target 85–95 %; reported as it comes, nothing tuned to it. The shipped intervals are built on every point; "
+          "to check them honestly each group is left out in turn and its points are checked against intervals built "
+          "without it (a left-out source's slice often widens to a parent, as a new configuration's would).", "",
+          f"**Public corpus** ({cc['public']['method']}): {pc(cc['public']['share'])} of {cc['public']['n']} points "
+          f"inside ({cc['public']['points_without_interval']} without any interval).", ""]
+    L += coverage_rows(cc["public"])
+    L += ["", f"**Measured here** ({cc['measured']['method']}): {pc(cc['measured']['share'])} of {cc['measured']['n']} "
+          f"points inside ({cc['measured']['points_without_interval']} without any interval).", ""]
+    L += coverage_rows(cc["measured"])
+    L.append("")
+    return "\n".join(L)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", type=Path, default=CARD_PATH)
+    ap.add_argument("--doc", type=Path, default=DOC_PATH)
+    ap.add_argument("--check", action="store_true", help="compare with the committed files instead of writing")
+    a = ap.parse_args(argv)
+    card = build()
+    text, doc = card_json(card), render_doc(card)
+    if a.check:
+        stale = [str(p) for p, t in ((a.out, text), (a.doc, doc)) if not p.exists() or p.read_text() != t]
+        if stale:
+            print("stale: " + ", ".join(stale) + " (rerun scripts/build_card.py)")
+            return 1
+        print("card.json and docs/card.md are up to date")
+        return 0
+    a.out.write_text(text)
+    a.doc.write_text(doc)
+    print(f"wrote {a.out} and {a.doc}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
