@@ -62,6 +62,7 @@ def headline_metrics(s: Scenario, h: Headline, ttft_slo: float, itl_slo: float) 
                   help="replicas of TP GPUs, each loaded to its highest rate within the objectives (capacity.sizing.size)")
     row[3].metric("Ceiling (every KV slot busy)", f"{num(h.max_output_tokens_per_s)} tok/s", border=True,
                   delta=f"{num(h.max_requests_per_s, 2)} requests/s, latency ignored", delta_color="off", delta_arrow="off")
+    accuracy_card(s, h)
     if h.reason:
         st.warning(f"**Objectives out of reach.** {h.reason}. Relax the objectives, use more GPUs per replica (TP), "
                    "a lower precision or a faster GPU.", icon=":material/warning:")
@@ -74,6 +75,29 @@ def headline_metrics(s: Scenario, h: Headline, ttft_slo: float, itl_slo: float) 
                    icon=":material/check_circle:")
     for note in h.notes:
         st.info(note, icon=":material/info:")
+
+
+def accuracy_card(s: Scenario, h: Headline) -> None:
+    """The accuracy card of the headline's answer (at the objective rate, else one request alone): its domain, the
+    slice's held-out error and the 90 % intervals (capacity/card.py)."""
+    from capacity.card import METRIC_LABELS, card_rows
+    from capacity.estimate import estimate
+
+    load = f"rate:{h.rate_per_replica:.9g}" if h.rate_per_replica else "sync"  # as appkit.compute.headline
+    try:
+        card = estimate(s.model_copy(update={"load": load})).card
+    except CapacityError:
+        return
+    if card is None:
+        return
+    errs = ", ".join(f"{METRIC_LABELS[m]} {a.median_abs_error * 100:.0f} %" for m, a in card.errors.items())
+    iv = "; ".join(f"{label} {ms(lo)} – {ms(hi)}" for k, label in (("ttft_s", "TTFT"), ("itl_s", "ITL"))
+                   if (lo_hi := card.intervals.get(k)) for lo, hi in [lo_hi])
+    st.markdown(f"**Accuracy: {card.domain}** · slice {card.slice} · held-out median |error|: {errs or 'none'}"
+                + (f" · 90 % interval at {'that rate' if h.rate_per_replica else 'one request alone'}: {iv}" if iv else ""),
+                help="; ".join(card.reasons + card.notes) or "inside what the committed H200 measurements covered")
+    with st.expander("Accuracy card", icon=":material/verified:"):
+        st.table({"": [k for k, _ in card_rows(card)], "value": [v for _, v in card_rows(card)]})
 
 
 def what_fits(s: Scenario) -> None:
