@@ -52,9 +52,6 @@ from validate.public.build import load_rows  # noqa: E402
 from validate.public.schema import THROUGHPUT_METRICS  # noqa: E402
 
 import capacity.card as _card  # noqa: E402
-
-_card.card_data = lambda: None  # the estimates scored here carry no card: the build never reads what it writes
-
 CARD_PATH = REPO / "capacity" / "calibrations" / "card.json"
 DOC_PATH = REPO / "docs" / "card.md"
 MIN_POINTS = 10
@@ -111,7 +108,7 @@ def measured_points() -> tuple[list[dict], dict]:
                 pt = _point("measured", row["engine"], row["gpu"], mclass, reg, metric, row[f"measured_{mk}"],
                             row[f"predicted_{mk}"], row["group"])
                 if pt:
-                    points.append(pt)
+                    points.append({**pt, "run": row["run"], "shape": row["shape"]})  # run, shape: for the tests
     coverage = measured_coverage({**{d: r for d, r in runs.items()}, **{d: load_run(d) for d in sg_dirs}})
     return points, coverage
 
@@ -243,10 +240,21 @@ def coverage_check(points: list[dict]) -> dict:
 
 
 def build() -> dict:
-    mpts, mcov = measured_points()
-    ppts, pcov, pmeta = public_points()
+    return build_all()[0]
+
+
+def build_all() -> tuple[dict, list[dict], list[dict]]:
+    """(card.json's content, the measured held-out points, the public points). The estimates scored here carry no
+    card: the build never reads the card.json it writes."""
+    saved = _card.card_data
+    _card.card_data = lambda: None
+    try:
+        mpts, mcov = measured_points()
+        ppts, pcov, pmeta = public_points()
+    finally:
+        _card.card_data = saved
     public_cals = sorted(c.label for c in shipped_calibrations().values() if "data/public" in c.source)
-    return {
+    return ({
         "generated_by": "scripts/build_card.py (from committed data only; do not edit by hand)",
         "min_points": MIN_POINTS,
         "interval": "90 %: 5th and 95th percentiles of measured ÷ predicted over the slice's held-out points",
@@ -270,7 +278,7 @@ def build() -> dict:
             "public": {"method": "leave one source out: intervals from the other sources' rows, checked on the "
                                  "left-out source's", **coverage_check(ppts)},
         },
-    }
+    }, mpts, ppts)
 
 
 def card_json(card: dict) -> str:

@@ -1,0 +1,164 @@
+"""The accuracy card (capacity/card.py, capacity/calibrations/card.json, docs/card.md): every estimate carries one;
+its domain follows what the committed measurements covered; its slice errors come from held-out points only; the
+shipped card.json and docs/card.md regenerate byte-identically from committed data (scripts/build_card.py)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from capacity import Scenario, estimate
+from capacity.card import DOMAINS, METRICS, card_data, slice_chain
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _script(name: str):
+    sys.path.insert(0, str(REPO / "scripts"))
+    spec = importlib.util.spec_from_file_location(name, REPO / "scripts" / f"{name}.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+@pytest.fixture(scope="module")
+def built():
+    bc = _script("build_card")
+    card, mpts, ppts = bc.build_all()
+    return bc, card, mpts, ppts
+
+
+def test_card_json_and_doc_regenerate_byte_identically(built):
+    bc, card, _, _ = built
+    assert bc.card_json(card) == (REPO / "capacity/calibrations/card.json").read_text(), \
+        "capacity/calibrations/card.json is stale: rerun scripts/build_card.py"
+    assert bc.render_doc(card) == (REPO / "docs/card.md").read_text(), "docs/card.md is stale: rerun scripts/build_card.py"
+    json.loads(bc.card_json(card), parse_constant=lambda c: pytest.fail(f"non-finite {c} in card.json"))
+
+
+def test_measured_pool_is_held_out_only(built):
+    bc, card, mpts, _ = built
+    ar = bc.ar
+    assert mpts
+    for p in mpts:
+        if p["engine"] == "vllm":
+            assert p["shape"] in ar.HOLDOUT or not ar.fitted_run(p["run"]), p
+        else:
+            assert p["shape"] in ar.HOLDOUT, p
+    pool = card["pools"]["measured"]
+    assert pool["points"] == len(mpts)
+    assert sum(st["n"] for st in pool["slices"]["* × * × * × *"].values()) == len(mpts)
+
+
+def test_coverage_is_what_card_json_says(built):
+    bc, card, mpts, ppts = built
+    for name, pts in (("measured", mpts), ("public", ppts)):
+        cc = bc.coverage_check(pts)
+        shipped = card["coverage_check"][name]
+        assert {k: cc[k] for k in ("n", "inside", "share", "per_metric", "per_group")} == \
+               {k: shipped[k] for k in ("n", "inside", "share", "per_metric", "per_group")}
+        groups = {p["group"] for p in pts}
+        assert len(groups) >= 2 and set(cc["per_group"]) == groups  # every point checked with its own group left out
+    doc = (REPO / "docs/card.md").read_text()
+    assert f"{card['coverage_check']['public']['share'] * 100:.0f} % of {card['coverage_check']['public']['n']} points" in doc
+    e = estimate(Scenario(gpu="b200"))
+    assert e.card.interval_coverage == {m: v["share"] for m, v in card["coverage_check"]["public"]["per_metric"].items()}
+
+
+def _check_errors_match(card, pool: str):
+    data = card_data()
+    assert card.errors, "no held-out error on the card"
+    for m, a in card.errors.items():
+        st = data["pools"][pool]["slices"][a.slice][m]
+        assert (a.points, a.median_abs_error, a.p90_abs_error) == (st["n"], st["median_abs_error"], st["p90_abs_error"])
+        assert a.slice in slice_chain(*card.slice.split(" × "))
+        assert a.points >= data["min_points"] or a.slice == "* × * × * × *"
+        assert a.few_points == (a.slice != card.slice)
+
+
+@pytest.mark.parametrize("kw", [
+    {},
+    {"precision": "fp8"},
+    {"load": "burst:1000"},
+    {"model": "Qwen/Qwen3-30B-A3B", "load": "concurrency:32"},
+    {"model": "Qwen/Qwen3-32B", "num_gpus": 2, "tp": 2, "isl": 512, "osl": 512},
+    {"engine": "sglang", "load": "rate:5"},
+])
+def test_measured_here(kw):
+    c = estimate(Scenario(**kw)).card
+    assert c.domain == "measured-here", c.reasons
+    assert c.evidence == "measured-here held-out" and not c.reasons
+    assert set(c.errors) == set(METRICS)
+    _check_errors_match(c, "measured")
+    assert {"ttft_s", "itl_s", "requests_per_s", "output_tokens_per_s"} <= set(c.intervals)
+
+
+def test_few_points_widen_and_say_so():
+    c = estimate(Scenario(engine="sglang", load="rate:5")).card
+    assert any(a.few_points for a in c.errors.values())
+    assert any("few points" in n for n in c.notes)
+
+
+@pytest.mark.parametrize("kw, why", [
+    ({"gpu": "b200"}, "GPU b200"),
+    ({"gpu": "mi300x", "precision": "fp8", "kv_precision": "fp8"}, "GPU mi300x"),
+    ({"model": "deepseek-ai/DeepSeek-R1", "num_gpus": 8, "tp": 8, "precision": "fp8", "kv_precision": "fp8"}, "TP 8"),
+    ({"model": "deepseek-ai/DeepSeek-R1", "gpu": "b200", "num_gpus": 8, "tp": 8, "expert_parallel": True,
+      "precision": "nvfp4", "kv_precision": "fp8", "load": "concurrency:64"}, "MLA model"),
+    ({"engine": "trtllm", "precision": "fp8", "load": "burst:3000"}, "engine trtllm"),
+    ({"model": "meta-llama/Llama-3.3-70B-Instruct", "num_gpus": 4, "tp": 4, "precision": "fp8"}, "parameters"),
+])
+def test_extrapolated(kw, why):
+    c = estimate(Scenario(**kw)).card
+    assert c.domain == "extrapolated"
+    assert any(why in r for r in c.reasons), c.reasons
+    assert c.evidence == "public corpus"
+    _check_errors_match(c, "public")
+    assert c.errors["throughput"].points >= 10 and c.errors["throughput"].sources
+
+
+@pytest.mark.parametrize("kw, why", [
+    ({"spec_draft_tokens": 3, "spec_acceptance": 0.7}, "speculative decoding"),
+    ({"gpu": "b200", "spec_draft_tokens": 3, "spec_acceptance": 0.7}, "speculative decoding"),
+    ({"prefix_hit_rate": 0.5}, "prefix caching"),
+    ({"isl": 100_000, "osl": 1000, "max_model_len": None}, "context of"),
+])
+def test_unsupported_feature(kw, why):
+    c = estimate(Scenario(**kw)).card
+    assert c.domain == "unsupported-feature"
+    assert any(why in r for r in c.reasons), c.reasons
+    assert c.errors and any("never checked" in n for n in c.notes)
+    _check_errors_match(c, "measured" if c.evidence == "measured-here held-out" else "public")
+
+
+def test_no_public_calibration_ships():
+    data = card_data()
+    assert data["public_calibrations"] == [] and "none ships yet" in data["public_calibrations_note"]
+    assert "calibrated-on-public-data" in DOMAINS
+
+
+def test_cli_json_carries_the_card(capsys):
+    from capacity.cli import main
+
+    assert main(["estimate", "--gpu", "b200", "--load", "burst:1000", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out, parse_constant=lambda c: pytest.fail(f"non-finite {c}"))
+    assert out["card"]["domain"] == "extrapolated" and out["card"]["errors"]["throughput"]["points"] > 0
+    assert main(["estimate"]) == 0
+    table = capsys.readouterr().out
+    assert "accuracy domain" in table and "measured-here" in table and "held-out |error|" in table
+
+
+def test_every_published_configuration_gets_a_card():
+    sp = _script("score_public")
+    from validate.public.build import load_rows
+
+    scored = [s for s in sp.score(load_rows()) if s.est is not None]
+    assert len(scored) > 1000
+    for s in scored:
+        c = s.est.card
+        assert c is not None and c.domain in DOMAINS and c.errors, s.row.row_id
+        json.dumps(s.est.model_dump(), allow_nan=False)
