@@ -89,14 +89,30 @@ def test_default_page_numbers_and_charts(page):
 
 
 def test_changing_gpu_and_precision_updates_the_numbers(page, capsys):
-    before = metric(page, "Output tokens/s at that rate")
-    choose(page, "GPU", re.compile(r"^NVIDIA B200"))
-    users, took_gpu = wait_change(page, "Max concurrent users", metric(page, "Max concurrent users"))
+    """Waits for states, not for time: the selectbox shows the new choice (chosen again if a rerun swallowed
+    the click), then each number changes, with timeouts long enough for a busy machine's reruns."""
+    def pick(label: str, option, shown: str) -> None:
+        box = page.locator('[data-testid="stSidebar"] [data-testid="stSelectbox"]').filter(
+            has=page.get_by_text(label, exact=True))
+        for _ in range(3):
+            choose(page, label, option)
+            deadline = time.perf_counter() + 30
+            while time.perf_counter() < deadline:
+                if shown in box.locator("input").input_value():
+                    return
+                page.wait_for_timeout(100)
+        raise AssertionError(f"{label} does not show {shown!r}: {box.locator('input').input_value()!r}")
+
+    for label in ("Max concurrent users", "Output tokens/s at that rate"):  # the first render, however slow
+        page.locator('[data-testid="stMetric"]').filter(has=page.get_by_text(label, exact=True)).wait_for(
+            timeout=180_000)
+    before_users, before = metric(page, "Max concurrent users"), metric(page, "Output tokens/s at that rate")
+    pick("GPU", re.compile(r"^NVIDIA B200"), "B200")
+    users, took_gpu = wait_change(page, "Max concurrent users", before_users, timeout_s=180)
     assert users == f"{estimate(Scenario(gpu='b200')).max_concurrent_requests:,}"
-    after_gpu = metric(page, "Output tokens/s at that rate")
-    assert after_gpu != before
-    choose(page, "Weights", "FP8")
-    fp8, took_precision = wait_change(page, "Output tokens/s at that rate", after_gpu)
+    after_gpu, _ = wait_change(page, "Output tokens/s at that rate", before, timeout_s=180)
+    pick("Weights", "FP8", "FP8")
+    fp8, took_precision = wait_change(page, "Output tokens/s at that rate", after_gpu, timeout_s=180)
     assert float(fp8.replace(",", "")) > float(after_gpu.replace(",", ""))
     assert drawn_charts(page) >= 5
     with capsys.disabled():

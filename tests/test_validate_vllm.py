@@ -282,23 +282,28 @@ def test_run_killed_mid_sweep_keeps_points_and_resumes(vllm_python: str, tmp_pat
 
 
 def test_interrupt_stops_the_engine(vllm_python: str, tmp_path: Path):
-    """Ctrl-C (SIGINT) while the engine starts: the engine's whole process group is stopped."""
+    """Ctrl-C (SIGINT) once the engine has spawned its workers: the engine's whole process group is stopped.
+
+    Waits for states, not for time: the SIGINT goes out when the engine process has children, and the sync
+    point asks for 600 s of requests, so however slow this machine is, the run cannot have finished (exit 0)
+    before the signal lands, whether the engine is still starting or already serving."""
     env = {**os.environ, **cpu_engine_env(), "PYTHONPATH": str(REPO)}
     args = ["run", *RUN_FLAGS, "--engine-python", vllm_python, "--model", TINY_MODEL, "--isl", 8, "--osl", 8,
-            "--profile", "sync", "--out", tmp_path]
+            "--profile", "sync", "--num-requests", 1_000_000, "--duration-s", 600, "--out", tmp_path]
     proc = subprocess.Popen([sys.executable, "-m", "validate.cli", *map(str, args)], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, env=env, cwd=REPO)
     try:
-        wait_for(lambda: engine_pids(proc.pid), 60, "the engine process")
+        wait_for(lambda: engine_pids(proc.pid) or proc.poll() is not None, 120, "the engine process")
         (engine,) = engine_pids(proc.pid)
-        time.sleep(3)  # let it spawn its workers
+        wait_for(lambda: descendants(engine) or proc.poll() is not None, 300, "the engine's workers")
+        assert proc.poll() is None, proc.communicate()[1]
         proc.send_signal(signal.SIGINT)
-        _, stderr = proc.communicate(timeout=60)
+        _, stderr = proc.communicate(timeout=120)
     finally:
         proc.kill()
     assert proc.returncode == 130, stderr
-    assert stderr.strip().splitlines()[-1].startswith("Interrupted")
-    wait_for(lambda: not group_alive(engine), 30, "the engine to stop")
+    assert stderr.strip().splitlines()[-1].startswith("Interrupted: engine stopped; finished points are kept in")
+    wait_for(lambda: not group_alive(engine), 60, "the engine to stop")
 
 
 MAKE_WEIGHTS = """
