@@ -157,9 +157,25 @@ def _params_ok(cov: dict, mclass: str, total: int, active: int) -> list[str]:
     return out
 
 
+def knobs_set(s: "Scenario", engine: str, gpu: str) -> dict:
+    """The engine knobs the scenario sets to something other than the engine's own default on this GPU and TP."""
+    set_ = {k: getattr(s, k) for k in KNOBS if getattr(s, k) is not None}
+    if not set_:
+        return set_
+    try:
+        from capacity.engines import engine_profile
+        from capacity.hardware import load_gpu
+
+        default = engine_profile(engine, load_gpu(gpu).usable_memory_bytes, s.tp)
+    except Exception:  # noqa: BLE001  a custom GPU or engine: every knob set counts
+        return set_
+    return {k: v for k, v in set_.items() if getattr(default, k, None) != v}
+
+
 def classify(s: "Scenario", e: "Estimate", mclass: str, reg: str, data: dict) -> tuple[str, list[str], list[str]]:
     """(domain, why it lies outside what was measured here, features no committed measurement checked)."""
     gclass, engine = gpu_class(e.gpu), answer_engine(s, e)
+    knobs = knobs_set(s, engine, e.gpu)
     pub = data["public_coverage"]
     unsupported: list[str] = []
     if s.spec_draft_tokens > 0 or s.spec_acceptance > 0:
@@ -179,15 +195,14 @@ def classify(s: "Scenario", e: "Estimate", mclass: str, reg: str, data: dict) ->
     longest = max([pub["max_context"]] + [c["max_context"] for c in data["measured_coverage"].values()])
     if ctx > longest:
         unsupported.append(f"context of {ctx:,} tokens: the longest measured (here or public) is {longest:,}")
-    for knob in KNOBS:
-        if getattr(s, knob) is not None and knob not in pub["knobs"] and \
-                all(knob not in c["knobs"] for c in data["measured_coverage"].values()):
+    for knob in knobs:
+        if knob not in pub["knobs"] and all(knob not in c["knobs"] for c in data["measured_coverage"].values()):
             unsupported.append(f"{knob} set: no committed measurement varied it")
 
     reasons: list[str] = []
     cov = data["measured_coverage"].get(engine)
     if cov is None:
-        reasons.append(f"engine {engine}: never measured here (measured: "
+        reasons.append(f"engine {engine}: no committed measurement here scores it (scored: "
                        f"{', '.join(sorted(data['measured_coverage']))})")
     else:
         ver = cov["engine_version"]
@@ -212,13 +227,12 @@ def classify(s: "Scenario", e: "Estimate", mclass: str, reg: str, data: dict) ->
                            f"{cov['max_context']:,} in all")
         if reg not in cov["regimes"]:
             reasons.append(f"{reg} load: not measured on this engine")
-        if s.arrivals != "constant" and s.arrivals not in cov["arrivals"]:
+        if s.arrivals != "constant" and s.arrivals not in cov["arrivals"] and not any("arrivals" in u for u in unsupported):
             reasons.append(f"{s.arrivals} arrivals: not measured on this engine")
         if s.length_dist != "fixed" and s.length_ratio > 0 and s.length_dist not in cov["length_dists"]:
             reasons.append(f"{s.length_dist} length spread: not measured on this engine")
-        for knob in KNOBS:
-            v = getattr(s, knob)
-            if v is not None and v not in cov["knobs"].get(knob, []):
+        for knob, v in knobs.items():
+            if v not in cov["knobs"].get(knob, []) and not any(u.startswith(f"{knob} ") for u in unsupported):
                 reasons.append(f"{knob}={v}: not a value measured here")
     if unsupported:
         return "unsupported-feature", reasons, unsupported
