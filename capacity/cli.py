@@ -468,7 +468,7 @@ def _print_layouts(ans) -> None:
     for n in ans.notes:
         console.print(f"[yellow]note:[/yellow] {n}")
     if ans.launch:
-        console.print("launch:", *ans.launch, sep="\n  ", markup=False)
+        print("launch:", *ans.launch, sep="\n  ")  # unwrapped, to copy
 
 
 def cmd_size(a) -> int:

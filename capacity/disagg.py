@@ -518,8 +518,11 @@ def one_p_one_d(s: Scenario, load_kind: str, value: float, link: Link, overlappe
 # --- launch snippet -------------------------------------------------------------------------------------------
 
 
+NODE_GPUS = 8  # GPUs per node in the snippet's numbering
+
+
 def launch_snippet(s: Scenario, p: LayoutPoint) -> list[str]:
-    """Commands for a chosen layout. Flag names checked against the engines' docs are listed in docs/disagg.md."""
+    """Commands for a chosen layout. Which flag names were confirmed where is listed in docs/disagg.md."""
     m = s.model
     if p.kind == "aggregated":
         return [f"# {p.replicas} aggregated replica(s) of TP {p.tp} (vLLM's own data-parallel front end):",
@@ -531,17 +534,20 @@ def launch_snippet(s: Scenario, p: LayoutPoint) -> list[str]:
     for role, count, tp, port in (("prefill", p.prefill_instances, p.prefill_tp, 8100),
                                   ("decode", p.decode_instances, p.decode_tp, 8200)):
         for i in range(count or 0):
-            devices = ",".join(str(gpu + k) for k in range(tp or 1))
+            if gpu % NODE_GPUS + (tp or 1) > NODE_GPUS:  # an instance stays within one node
+                gpu += NODE_GPUS - gpu % NODE_GPUS
+            devices = ",".join(str(gpu % NODE_GPUS + k) for k in range(tp or 1))
+            lines.append(f"CUDA_VISIBLE_DEVICES={devices} VLLM_NIXL_SIDE_CHANNEL_PORT={5600 + gpu % NODE_GPUS} "
+                         f"vllm serve {m} --port {port + i} --tensor-parallel-size {tp} --kv-transfer-config {kv}"
+                         f"  # {role} {i}, node {gpu // NODE_GPUS}")
             gpu += tp or 1
-            lines.append(f"CUDA_VISIBLE_DEVICES={devices} VLLM_NIXL_SIDE_CHANNEL_PORT={5600 + gpu} vllm serve {m} "
-                         f"--port {port + i} --tensor-parallel-size {tp} --kv-transfer-config {kv}  # {role} {i}")
     lines += ["# then a proxy that sends each request to a prefill server with max_tokens=1 and "
               "kv_transfer_params {\"do_remote_decode\": true}, and passes the returned kv_transfer_params to a "
               "decode server (vLLM's toy_proxy_server.py in tests/v1/kv_connector/nixl_integration does this)",
               f"# SGLang: python -m sglang.launch_server --model-path {m} --tp {p.prefill_tp} "
-              "--disaggregation-mode prefill --disaggregation-transfer-backend nixl  (and --disaggregation-mode decode "
-              f"--tp {p.decode_tp}), routed by python -m sglang_router.launch_router --pd-disaggregation "
-              "--prefill URL --decode URL",
-              "# Dynamo: one frontend (python -m dynamo.frontend), decode workers python -m dynamo.vllm --model M and "
-              "prefill workers with --is-prefill-worker, KV moved by NIXL; see docs/disagg.md for what was confirmed"]
+              "--disaggregation-mode prefill --disaggregation-transfer-backend nixl (decode servers: "
+              f"--disaggregation-mode decode --tp {p.decode_tp}), behind python -m sglang_router.launch_router "
+              "--pd-disaggregation --prefill URL [BOOTSTRAP_PORT] --decode URL",
+              f"# Dynamo: python -m dynamo.frontend; decode workers python -m dynamo.vllm --model {m} --connector nixl; "
+              "prefill workers the same with --is-prefill-worker (each with its own VLLM_NIXL_SIDE_CHANNEL_PORT)"]
     return lines

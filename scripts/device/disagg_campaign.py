@@ -46,11 +46,17 @@ def kv_args(connector: str, role: str, index: int) -> tuple[list[str], dict[str,
         cfg = {"kv_connector": "NixlConnector", "kv_role": "kv_both"}
         return ["--kv-transfer-config", json.dumps(cfg)], {"VLLM_NIXL_SIDE_CHANNEL_PORT": str(NIXL_SIDE_PORTS[index]),
                                                            "UCX_NET_DEVICES": "all"}
+    # the minimal form of vLLM's own P2pNcclConnector accuracy test (tests/v1/kv_connector): role and KV port only
     cfg = {"kv_connector": "P2pNcclConnector", "kv_role": "kv_producer" if role == "prefill" else "kv_consumer",
-           "kv_buffer_size": "8e9" if role == "decode" else "1e9", "kv_port": str(KV_PORTS[index]),
-           "kv_connector_extra_config": {"proxy_ip": "127.0.0.1", "proxy_port": "30001",
-                                         "http_port": str(PORTS[index]), "send_type": "PUT_ASYNC"}}
+           "kv_port": KV_PORTS[index]}
     return ["--kv-transfer-config", json.dumps(cfg)], {}
+
+
+def kv_host() -> str:
+    """The address P2pNcclEngine binds its KV listener to (vLLM's get_ip), which the request ids must name."""
+    r = subprocess.run([sys.executable, "-c", "from vllm.utils.network_utils import get_ip; print(get_ip())"],
+                       capture_output=True, text=True)
+    return r.stdout.strip() or "127.0.0.1"
 
 
 def run_config(cfg: dict, out: Path, budget_s: float, skipped: list[str]) -> None:
@@ -83,10 +89,11 @@ def run_config(cfg: dict, out: Path, budget_s: float, skipped: list[str]) -> Non
             e.wait_ready()
             log.write(f"[{campaign.elapsed():.0f}s] {e.name} ready after {e.ready_after_s:.0f} s\n")
         mode = {"nixl": "nixl", "p2pnccl": "p2pnccl", "none": "rr"}[connector]
+        host = kv_host() if mode == "p2pnccl" else "127.0.0.1"
         proxy = subprocess.Popen([sys.executable, str(Path(__file__).with_name("disagg_proxy.py")), "--mode", mode,
                                   "--port", str(PROXY_PORT), "--prefill", engines[0].base_url,
-                                  "--decode", engines[1].base_url, "--prefill-kv", f"127.0.0.1:{KV_PORTS[0]}",
-                                  "--decode-kv", f"127.0.0.1:{KV_PORTS[1]}", "--log", str(root / "proxy.jsonl")],
+                                  "--decode", engines[1].base_url, "--prefill-kv", f"{host}:{KV_PORTS[0]}",
+                                  "--decode-kv", f"{host}:{KV_PORTS[1]}", "--log", str(root / "proxy.jsonl")],
                                  stdout=log, stderr=subprocess.STDOUT)
         time.sleep(3)
         version = installed_version(engines[0].command)
