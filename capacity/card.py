@@ -286,14 +286,21 @@ def accuracy_card(s: "Scenario", e: "Estimate") -> AccuracyCard | None:
                 lo, hi = v * math.exp(st["log_ratio_q05"]), v * math.exp(st["log_ratio_q95"])
                 if _finite(lo) and _finite(hi):
                     intervals[name] = (lo, hi)
-    widened = sorted({a.slice for a in errors.values() if a.few_points})
+    widened = [a for a in errors.values() if a.few_points]
     if widened:
-        notes.append(f"few points (< {min_points}) in the slice {chain[0]}: widened to {', '.join(widened)}")
+        notes.append(f"few points (< {min_points}) in the slice {chain[0]}: "
+                     + "; ".join(f"{METRIC_LABELS[a.metric]} has {a.own_slice_points}, widened to {a.slice} "
+                                 f"({a.points} points)" for a in widened))
     if domain == "unsupported-feature":
         notes.append("the errors shown are the slice's without the unsupported feature: its effect was never checked")
     if not use_measured and engine not in data["public_engines_scored_as_is"]:
-        notes.append(f"public rows of engine {engine} were scored with the profile scripts/score_public.py maps them "
-                     "to (see card.json public_scoring)")
+        mapped = [k for k in data["public_scoring"]["mapping"] if k.startswith(f"engine {engine} ")]
+        notes.append((f"public {engine} rows were scored as scripts/score_public.py maps them ({mapped[0]}), while this "
+                      f"answer uses the {engine} profile with calibration {e.calibration}: the slice's error is the "
+                      "mapped model's, not this answer's own") if mapped else
+                     f"no public row of engine {engine}: the errors are other engines' on the nearest slice")
+    if domain == "extrapolated":
+        notes.append(data["public_calibrations_note"][:1].upper() + data["public_calibrations_note"][1:])
     if s.ideal:
         notes.append("--ideal is a bound, not a prediction: the held-out errors are the calibrated model's, and no "
                      "interval applies")
