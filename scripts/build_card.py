@@ -20,6 +20,9 @@ Error = predicted ÷ measured − 1; the interval is [predicted × q05, predicte
 the slice's points (numpy's default linear quantiles, no adjustment). A slice with fewer than MIN_POINTS points for
 a metric is widened to its parent (capacity/card.py `slice_chain`).
 
+card.json holds the current model's errors: rerun this script (and commit card.json and docs/card.md) after any
+change to the model, a calibration, the measurements or the corpus; tests/test_card.py fails until then.
+
 Coverage check (card.json `coverage_check`): the intervals are rebuilt without one group at a time — one public
 source (leave-one-source-out), one measured sitting per engine (leave-one-sitting-out) — and the left-out points are
 checked against the interval of their slice; the share inside is reported as it comes.
@@ -61,9 +64,10 @@ SCORED_ON = {
     "measured": "held-out points of the committed H200 measurements (vLLM 0.26.0: shapes 512x512 and 2048x256 of the "
                 "fitted sittings, every point of never-fitted runs: later sittings, Gemma 3, TP=2; SGLang 0.5.17: "
                 "shapes 512x512 and 2048x256), predicted with the shipped calibrations; the training split of "
-                "scripts/accuracy_report.py is never used",
+                "scripts/accuracy_report.py is never used. Not fitted is not unseen: the model's form changed after "
+                "sittings 4 to 6 and the TP=2 points were seen (docs/accuracy.md)",
     "public": "rows of data/public/rows.jsonl scored with the current model as scripts/score_public.py scores them "
-              "(nothing fitted on them)",
+              "(no calibration was fitted on them)",
 }
 
 
