@@ -252,7 +252,9 @@ def test_predictions_file_matches_the_spec():
     assert {c["layout"] for c in spec} == {"1p1d", "2agg"} and len(expected) == 60
     assert {(r["run"], r["isl"], r["osl"], r["point"]) for r in rows} == expected
     for r in rows:
-        assert r["error"] or (r["ttft_s"] > 0 and r["itl_s"] > 0 and r["requests_per_s"] > 0)
+        assert r["error"] is None and r["ttft_s"] > 0 and r["itl_s"] > 0 and r["requests_per_s"] > 0
+        if r["arrivals"] == "poisson":  # the spec's rates stay below both layouts' predicted capacity
+            assert not r["saturated"], r
 
 
 def test_docs_example_table_is_what_the_code_prints():
