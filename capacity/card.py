@@ -150,9 +150,9 @@ def card_data() -> dict | None:
 def _params_ok(cov: dict, mclass: str, total: int, active: int) -> list[str]:
     out = []
     mt, ma = cov.get("max_total_params", {}).get(mclass), cov.get("max_active_params", {}).get(mclass)
-    if mt is not None and total > mt * 1.05:
+    if mt is not None and total > mt:
         out.append(f"{total / 1e9:,.0f} B parameters: the largest {mclass} model measured here has {mt / 1e9:,.1f} B")
-    if ma is not None and active > ma * 1.05:
+    if ma is not None and active > ma:
         out.append(f"{active / 1e9:,.1f} B active parameters per token: the largest measured here is {ma / 1e9:,.1f} B")
     return out
 
