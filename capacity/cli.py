@@ -542,7 +542,7 @@ def build_parser() -> argparse.ArgumentParser:
                                         "InfiniBand NDR across)")
     z.add_argument("--kv-transfer", type=_choice(("overlapped", "after-prefill")), default="overlapped",
                    help="--disagg: KV streamed layer by layer during the prefill, or sent after it")
-    z.add_argument("--router", type=_choice(("round-robin", "prefix-aware")), default="round-robin",
+    z.add_argument("--router", type=_choice(("round-robin", "random", "prefix-aware")), default="round-robin",
                    help="--disagg: how requests reach replicas and prefill instances")
     z.add_argument("--prefix-groups", type=_float_in(1.0, 1e9), default=64.0,
                    help="--disagg --router prefix-aware: distinct prefixes hashed to replicas")

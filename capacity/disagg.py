@@ -21,13 +21,16 @@ engine limits (`plan_for` on a Scenario per pool). For a target rate R (requests
   R/y Little's law picks the smallest B that serves it, and ITL = t_d(B).
 * TTFT = prefill TTFT + exposed transfer + 1.5 · t_d(B) (the decode instance admits the request at its next
   step boundary, half a step on average, then samples its first token in one step).
-* **router**: `round-robin` spreads equal requests evenly (imbalance 1) but spreads every prefix over all
-  replicas, so a prefix reused K = 1/(1 − h) times misses on each of N replicas: h_N = max(0, 1 − N·(1 − h));
-  `prefix-aware` keeps h but pins each of G prefix groups to one replica: hashing G balls into N bins gives a
-  most-loaded bin of G/N + sqrt(2·(G/N)·ln N) (Raab & Steger, "Balls into bins — a simple and tight analysis",
-  RANDOM 1998, heavily loaded case G ≥ N ln N; used as an approximation below it, capped at N), so
-  imb(N) = min(N, 1 + sqrt(2·N·ln N / G)). The most loaded replica must meet the objectives. Decode instances
-  take requests by load (balanced). Aggregated replicas use the same router rule as the prefill pool.
+* **router**: m balls thrown uniformly at random into N bins leave the most loaded with m/N + sqrt(2·(m/N)·ln N)
+  (Raab & Steger, "Balls into bins — a simple and tight analysis", RANDOM 1998, heavily loaded case m ≥ N ln N;
+  used as an approximation below it, capped at N), so max/mean = min(N, 1 + sqrt(2·N·ln N / m)).
+  `round-robin` spreads equal requests evenly (imbalance 1) but sends every prefix to every replica, so a prefix
+  reused K = 1/(1 − h) times misses once on each of N replicas: h_N = max(0, 1 − N·(1 − h)); `random` assigns
+  each request at random: the balls are the requests in the system at once (m = N·L, L = R/N × e2e per replica by
+  Little's law at the mean load: the higher the utilization, the more balls and the smaller the imbalance), prefix
+  hits as round-robin; `prefix-aware` keeps h but pins each of G prefix groups to one replica: G balls. The most
+  loaded replica (at imbalance × the mean rate) must meet the objectives. Decode instances take requests by load
+  (balanced). Aggregated replicas use the same router rule as the prefill pool.
 
 No measurement has checked any of these terms yet (issue 22). Units in names, SI inside.
 """
@@ -59,7 +62,8 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
-Router = Literal["round-robin", "prefix-aware"]
+Router = Literal["round-robin", "random", "prefix-aware"]
+ROUTERS = ("round-robin", "random", "prefix-aware")
 Transfer = Literal["overlapped", "after-prefill"]
 LINK_SOURCED = ("bytes_per_s", "efficiency", "latency_s")
 FIRST_TOKEN_DECODE_STEPS = 1.5  # half a step to the next step boundary, then the step that samples the token
@@ -163,19 +167,30 @@ def exposed_transfer_s(transfer_s, prefill_s, layers: int, overlapped: bool, lat
     return tail + np.asarray(latency_s, dtype=float)
 
 
-def replica_imbalance(n, router: str, prefix_groups: float) -> np.ndarray:
-    """Most-loaded ÷ mean load of n replicas: 1 for round-robin; for prefix-aware routing of G prefix groups,
-    Raab & Steger's heavily loaded balls-into-bins maximum, min(n, 1 + sqrt(2·n·ln n / G))."""
+def max_over_mean_load(n, balls) -> np.ndarray:
+    """Expected most-loaded ÷ mean of n bins after `balls` uniform random throws (Raab & Steger 1998, heavily
+    loaded case: m/n + sqrt(2·(m/n)·ln n)), capped at n (everything in one bin)."""
+    N = np.maximum(np.asarray(n, dtype=float), 1.0)
+    m = np.maximum(np.asarray(balls, dtype=float), 1e-9)
+    return np.minimum(N, 1.0 + np.sqrt(2.0 * N * np.log(N) / m))
+
+
+def replica_imbalance(n, router: str, prefix_groups: float, in_flight_per_replica=None) -> np.ndarray:
+    """Most-loaded ÷ mean load of n replicas: 1 for round-robin; prefix-aware: G prefix groups as the balls;
+    random: the requests in the system at once (n × in-flight per replica at the mean load)."""
     N = np.maximum(np.asarray(n, dtype=float), 1.0)
     if router == "round-robin":
         return np.ones_like(N)
-    G = max(float(prefix_groups), 1.0)
-    return np.minimum(N, 1.0 + np.sqrt(2.0 * N * np.log(N) / G))
+    if router == "random":
+        if in_flight_per_replica is None:
+            raise WorkloadError("random routing: the imbalance needs the requests in flight per replica")
+        return max_over_mean_load(N, N * np.asarray(in_flight_per_replica, dtype=float))
+    return max_over_mean_load(N, max(float(prefix_groups), 1.0))
 
 
 def router_hit_rate(n, router: str, hit_rate: float) -> np.ndarray:
-    """Prefix-cache hit rate each replica sees: kept by prefix-aware routing; round-robin sends a prefix reused
-    K = 1/(1−h) times to all n replicas, so each misses once: max(0, 1 − n·(1 − h))."""
+    """Prefix-cache hit rate each replica sees: kept by prefix-aware routing; round-robin (and random) send a prefix
+    reused K = 1/(1−h) times to all n replicas, so each misses once: max(0, 1 − n·(1 − h))."""
     N = np.maximum(np.asarray(n, dtype=float), 1.0)
     if router == "prefix-aware" or hit_rate <= 0:
         return np.full_like(N, hit_rate)
@@ -337,8 +352,8 @@ def search(s: Scenario, target_rps: float, ttft_slo_s: float, itl_slo_s: float, 
     _validate(target_rps, ttft_slo_s, itl_slo_s, tps, prefix_groups, max_instances)
     if transfer not in ("overlapped", "after-prefill"):
         raise WorkloadError(f"transfer: expected overlapped or after-prefill, got {transfer!r}")
-    if router not in ("round-robin", "prefix-aware"):
-        raise WorkloadError(f"router: expected round-robin or prefix-aware, got {router!r}")
+    if router not in ROUTERS:
+        raise WorkloadError(f"router: expected one of {', '.join(ROUTERS)}, got {router!r}")
     gpu = load_gpu(s.gpu)
     node_link, net_link = resolve_link(link, gpu)
     price = s.price_usd_per_gpu_hour or gpu.price_usd_per_gpu_hour
@@ -370,8 +385,12 @@ def search(s: Scenario, target_rps: float, ttft_slo_s: float, itl_slo_s: float, 
     # aggregated: n replicas of TP t behind the router
     for tp, pool in agg.items():
         n = _count_range(math.ceil(R / max(_capacity_rps(pool, O), 1e-12)), max_instances)
-        rates = R * replica_imbalance(n, router, prefix_groups) / n
         hits = router_hit_rate(n, router, s.prefix_hit_rate)
+        in_flight = None
+        if router == "random":  # Little's law at the mean load gives the balls
+            t0_, i0_, _ = _open_loop_by_hit_rate(pool, O, R / n, hits)
+            in_flight = R / n * (t0_ + (O - 1) * i0_)
+        rates = R * replica_imbalance(n, router, prefix_groups, in_flight) / n
         ttft, itl, sat = _open_loop_by_hit_rate(pool, O, rates, hits)
         ok = ~sat & (ttft <= ttft_slo_s) & (itl <= itl_slo_s)
         add(ok, kind=0, tp_a=tp, n_a=n, gpus=n * tp, ttft=ttft, itl=itl)
@@ -380,8 +399,11 @@ def search(s: Scenario, target_rps: float, ttft_slo_s: float, itl_slo_s: float, 
     domain = gpu.scale_up_domain_size
     for tp_p, pp in pre.items():
         x = _count_range(math.ceil(R / max(_capacity_rps(pp, 1), 1e-12)), max_instances)
-        rates_p = R * replica_imbalance(x, router, prefix_groups) / x
         hits = router_hit_rate(x, router, s.prefix_hit_rate)
+        in_flight = None
+        if router == "random":
+            in_flight = R / x * _open_loop_by_hit_rate(pp, 1, R / x, hits)[0]
+        rates_p = R * replica_imbalance(x, router, prefix_groups, in_flight) / x
         ttft_p, _, sat_p = _open_loop_by_hit_rate(pp, 1, rates_p, hits)
         t_alone = prefill_alone_s(pp.plan, pp.cal, pp.scenario)
         bytes_p = float(kv_transfer_bytes_per_gpu(pp.plan, s.isl))
@@ -439,9 +461,11 @@ def search(s: Scenario, target_rps: float, ttft_slo_s: float, itl_slo_s: float, 
         chosen = best(np.ones(within, dtype=bool))
         best_agg = best(c["kind"] == 0)
         best_dis = best(c["kind"] == 1)
-    notes = [f"router {router}: " + ("equal requests spread evenly; each prefix is cached on every replica"
-                                     if router == "round-robin" else
-                                     f"{prefix_groups:g} prefix groups hashed to replicas (balls into bins)"),
+    notes = [f"router {router}: " + {"round-robin": "equal requests spread evenly; each prefix is cached on every replica",
+                                     "random": "each request to a random replica: the busiest carries the balls-into-bins "
+                                               "excess of the requests in flight",
+                                     "prefix-aware": f"{prefix_groups:g} prefix groups hashed to replicas (balls into bins)"
+                                     }[router],
              f"KV transfer {transfer}: " + ("streamed layer by layer while the prompt is computed"
                                             if transfer == "overlapped" else "starts when the prefill ends"),
              "no measurement has checked the disaggregated terms yet (issue 22)"]

@@ -106,6 +106,11 @@ def test_router_imbalance_and_hit_rates():
     assert replica_imbalance(8, "prefix-aware", 1e6) < replica_imbalance(8, "prefix-aware", 100)
     # Raab & Steger at G = 1000 balls, N = 10 bins: max = 100 + sqrt(2·100·ln 10)
     assert float(replica_imbalance(10, "prefix-aware", 1000)) == pytest.approx((100 + math.sqrt(200 * math.log(10))) / 100)
+    # random routing: the requests in flight are the balls; more in flight per replica, smaller excess
+    busy, idle = replica_imbalance(8, "random", 0, 50.0), replica_imbalance(8, "random", 0, 0.5)
+    assert 1 < float(busy) < float(idle) <= 8
+    assert float(busy) == pytest.approx(1 + math.sqrt(2 * 8 * math.log(8) / 400))
+    assert float(replica_imbalance(1, "random", 0, 3.0)) == 1.0
     assert np.allclose(router_hit_rate(n, "prefix-aware", 0.9), 0.9)
     assert float(router_hit_rate(1, "round-robin", 0.9)) == pytest.approx(0.9)
     assert float(router_hit_rate(5, "round-robin", 0.9)) == pytest.approx(0.5)
@@ -173,7 +178,7 @@ def test_pareto_front_has_no_dominated_point():
 @given(model=st.sampled_from(["meta-llama/Llama-3.1-8B", "Qwen/Qwen3-30B-A3B", "Qwen/Qwen3-8B"]),
        shape=st.sampled_from([(1024, 128), (4096, 256), (128, 1024), (2048, 512)]),
        rps=st.floats(0.5, 120), ttft=st.floats(0.1, 3.0), itl=st.floats(0.004, 0.08),
-       router=st.sampled_from(["round-robin", "prefix-aware"]), transfer=st.sampled_from(["overlapped", "after-prefill"]))
+       router=st.sampled_from(["round-robin", "random", "prefix-aware"]), transfer=st.sampled_from(["overlapped", "after-prefill"]))
 def test_the_pick_is_never_worse_than_an_aggregated_layout_at_the_same_slo(model, shape, rps, ttft, itl, router, transfer):
     s = Scenario(model=model, isl=shape[0], osl=shape[1])
     ans = search(s, rps, ttft, itl, [1, 2, 4], router=router, transfer=transfer)
@@ -225,7 +230,7 @@ def test_cli_size_disagg_json_is_strict_and_the_aggregated_answer_is_unchanged(c
     assert isinstance(rows, list) and {r["tp"] for r in rows} == {1, 2}
 
 
-@pytest.mark.parametrize("argv", [["--prefix-groups", "0"], ["--router", "random"], ["--kv-transfer", "never"],
+@pytest.mark.parametrize("argv", [["--prefix-groups", "0"], ["--router", "hash"], ["--kv-transfer", "never"],
                                   ["--link", "nvlink9"], ["--prefill-max-num-batched-tokens", "-3"]])
 def test_cli_size_disagg_bad_flags_exit_2_in_one_line(argv, capsys):
     assert main(["size", "--disagg", "--target-rps", "5", *argv]) == 2
