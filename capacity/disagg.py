@@ -255,6 +255,21 @@ class LayoutPoint(BaseModel):
     link: str = ""
 
 
+class PoolFacts(BaseModel):
+    """One instance of a pool at one TP: what it carries alone (no router imbalance)."""
+
+    model_config = ConfigDict(frozen=True)
+    tp: int
+    prefill_max_rps: float = Field(description="prefill-only load, saturated")
+    prefill_rps_within_ttft_slo: float = Field(description="highest rate whose prefill TTFT alone meets the TTFT objective")
+    prefill_alone_s: float
+    decode_max_batch: int = Field(description="sequences of isl + osl tokens the KV cache and max_num_seqs allow")
+    decode_max_rps: float
+    decode_rps_within_itl_slo: float
+    kv_bytes_per_request: float
+    kv_bytes_per_gpu_per_request: float
+
+
 class DisaggAnswer(BaseModel):
     model_config = ConfigDict(frozen=True)
     model: str
@@ -274,6 +289,7 @@ class DisaggAnswer(BaseModel):
     best_aggregated: LayoutPoint | None
     best_disaggregated: LayoutPoint | None
     unfit: dict[str, str] = Field(default_factory=dict, description="TP → why it does not fit")
+    pools: list[PoolFacts] = Field(default_factory=list, description="per TP: one prefill and one decode instance alone")
     search_s: float
     launch: list[str] = Field(default_factory=list)
     notes: list[str] = Field(default_factory=list)
@@ -425,6 +441,21 @@ def search(s: Scenario, target_rps: float, ttft_slo_s: float, itl_slo_s: float, 
             ok = (~sat_p)[:, None] & ok_d[None, :] & (ttft <= ttft_slo_s) & (itl <= itl_slo_s)
             add(ok, kind=1, tp_p=tp_p, x=X, tp_d=tp_d, y=Y, gpus=gpus, ttft=ttft, itl=itl, xfer=xfer, net=~on_node)
 
+    pools = []
+    for tp in sorted(set(pre) & set(dec)):
+        pp, dp = pre[tp], dec[tp]
+        cap = _capacity_rps(pp, 1)
+        grid = np.linspace(0.0, 1.0, 201)[1:] * cap
+        r = run_load(pp.plan, pp.cal, pp.scenario, s.isl, 1, "rate", grid)
+        ok = (np.asarray(r.ttft_s) <= ttft_slo_s) & ~np.asarray(r.saturated, dtype=bool)
+        curve = decode_curve(dp.plan, dp.cal, dp.scenario)
+        within = curve.requests_per_s[curve.step_s <= itl_slo_s]
+        pools.append(PoolFacts(tp=tp, prefill_max_rps=cap, prefill_rps_within_ttft_slo=float(grid[ok].max()) if ok.any() else 0.0,
+                               prefill_alone_s=prefill_alone_s(pp.plan, pp.cal, pp.scenario),
+                               decode_max_batch=int(curve.batch[-1]), decode_max_rps=float(curve.requests_per_s[-1]),
+                               decode_rps_within_itl_slo=float(within.max()) if within.size else 0.0,
+                               kv_bytes_per_request=float(kv_transfer_bytes(pp.plan, s.isl)),
+                               kv_bytes_per_gpu_per_request=float(kv_transfer_bytes_per_gpu(pp.plan, s.isl))))
     c = {k: (np.concatenate(v) if v else np.zeros(0)) for k, v in cols.items()}
     within = int(c["gpus"].size)
     points: list[LayoutPoint] = []
@@ -475,7 +506,7 @@ def search(s: Scenario, target_rps: float, ttft_slo_s: float, itl_slo_s: float, 
                         itl_slo_s=itl_slo_s, router=router, transfer=transfer,
                         link=f"{node_link.id} within a {domain}-GPU domain, {net_link.id} across",
                         layouts_evaluated=evaluated, layouts_within_slo=within, pareto_front=front, chosen=chosen,
-                        best_aggregated=best_agg, best_disaggregated=best_dis, unfit=unfit,
+                        best_aggregated=best_agg, best_disaggregated=best_dis, unfit=unfit, pools=pools,
                         search_s=time.perf_counter() - t0, launch=launch_snippet(s, chosen) if chosen else [],
                         notes=notes)
 

@@ -225,6 +225,10 @@ def test_cli_size_disagg_json_is_strict_and_the_aggregated_answer_is_unchanged(c
     out = json.loads(capsys.readouterr().out, parse_constant=lambda c: pytest.fail(f"non-strict JSON {c}"))
     assert out["pareto_front"] and out["chosen"]["num_gpus"] == out["pareto_front"][0]["num_gpus"]
     assert out["launch"] and out["search_s"] < 5
+    for pool in out["pools"]:  # one instance of each pool alone, per TP
+        assert 0 < pool["prefill_rps_within_ttft_slo"] <= pool["prefill_max_rps"]
+        assert pool["decode_rps_within_itl_slo"] <= pool["decode_max_rps"]
+        assert pool["kv_bytes_per_gpu_per_request"] * pool["tp"] == pytest.approx(pool["kv_bytes_per_request"])
     assert main(["size", "--target-rps", "30", "--tps", "1,2", "--json"]) == 0
     rows = json.loads(capsys.readouterr().out)
     assert isinstance(rows, list) and {r["tp"] for r in rows} == {1, 2}
