@@ -70,11 +70,11 @@ class ModelArch(BaseModel):
     native_quantization: str | None = Field(default=None, description="'fp8' or 'mxfp4' when the checkpoint ships quantized")
     torch_dtype: str = "bfloat16"
 
-    @property
-    def num_sliding_layers(self) -> int:
+    @functools.cached_property
+    def num_sliding_layers(self) -> int:  # cached: the step simulator asks once per prefill chunk
         return sum(k == "sliding" for k in self.layer_kinds)
 
-    @property
+    @functools.cached_property
     def num_full_layers(self) -> int:
         return self.num_layers - self.num_sliding_layers
 

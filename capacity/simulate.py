@@ -375,7 +375,7 @@ def simulate(engine: EngineContext, traffic: Traffic, isl: int, osl: int) -> Sim
         p = sum(k for _, k in chunks)
         max_running = max(max_running, len(running))
         if d:
-            mean_ctx = float(done_tok[dec].mean())
+            mean_ctx = float(done_tok[dec].sum()) / d
         if not chunks:
             # decode-only stretch: jump to the next finish, arrival or full cache in one vectorized call
             left = O[dec] - gen[dec]

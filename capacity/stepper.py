@@ -88,8 +88,12 @@ class Stepper:
         )
 
     def decode_keys(self, context: float) -> float:
-        """Token-layers one decoding sequence of `context` tokens reads (sliding windows included)."""
-        return float(attended_tokens_decode(self.costs.arch, context))
+        """Token-layers one decoding sequence of `context` tokens reads (sliding windows included): kv.cached_tokens
+        for one float, without numpy's per-call cost (tests/test_simulate.py holds the two equal)."""
+        m = self.costs.arch
+        if not m.num_sliding_layers:
+            return m.num_full_layers * context
+        return m.num_full_layers * context + m.num_sliding_layers * min(context, m.sliding_window or 0)
 
     def prefill_keys(self, tokens: float, prefix: float) -> float:
         """Mean keys per token, summed over layers, of a chunk of `tokens` after `prefix` computed tokens."""
