@@ -256,8 +256,9 @@ def print_estimate_table(e) -> None:
         ("calibration", e.calibration),
         ("load model", f"{e.method}: {e.regime}"),
     ]
-    for k, (lo, hi) in e.intervals.items():
-        rows.append((f"{k} 90 % interval", f"{lo:,.4g} – {hi:,.4g}"))
+    if e.card is None:  # the card's intervals are checked on held-out points; the fit residuals' are the fallback
+        for k, (lo, hi) in e.intervals.items():
+            rows.append((f"{k} 90 % interval (fit residuals)", f"{lo:,.4g} – {hi:,.4g}"))
     from capacity.card import card_rows
     rows += card_rows(e.card)  # the accuracy card: domain, slice, held-out error, intervals (capacity/card.py)
     for row in rows:
