@@ -19,7 +19,7 @@ from capacity import Scenario
 from capacity.architecture import load_model
 from capacity.calibration import Calibration, Efficiency, ResidualStats
 from capacity.errors import CapacityError
-from capacity.estimate import estimate_with_calibration, plan_for
+from capacity.estimate import closed_form_gaps, estimate_with_calibration, plan_for
 from capacity.steptime import StepCosts, step_time_s
 from validate.compare import MeasuredRun, load_run, point_scenario
 from validate.errors import ValidateError
@@ -66,12 +66,17 @@ class Sample:
 
 
 def samples(runs: list[MeasuredRun]) -> list[Sample]:
+    """The points a fit can use. The fit prices every point with the closed forms (hundreds of evaluations per
+    point), so a point whose load they cannot express (spread lengths, Poisson arrivals: the estimate simulates
+    those) is left to be scored, not fitted."""
     out = []
     for run in runs:
         for p in run.points:
             if p.completed == 0:
                 continue
             s = point_scenario(run, p)
+            if closed_form_gaps(s, p.load.split(":")[0]):
+                continue
             meas = {pk: float(getattr(p, mk)) for mk, pk in FIT_METRICS.items() if getattr(p, mk)}
             out.append(Sample(f"{s.model} {s.precision} {s.isl}x{s.osl} {p.load}", f"{s.isl}x{s.osl}", s, meas))
     return out
