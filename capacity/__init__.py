@@ -18,6 +18,7 @@ def _model_importable() -> bool:
 
 if _model_importable():
     from capacity.estimate import Estimate, Scenario, estimate
+    from capacity.simulate import EngineContext, SimResult, Traffic, simulate
 
-__all__ = ["CapacityError", "Estimate", "Scenario", "estimate"]
+__all__ = ["CapacityError", "EngineContext", "Estimate", "Scenario", "SimResult", "Traffic", "estimate", "simulate"]
 __version__ = "0.1.0"
