@@ -71,20 +71,29 @@ def wait_change(page, label: str, old: str, timeout_s: float = 20) -> tuple[str,
     raise AssertionError(f"{label} stayed {old!r}")
 
 
-def drawn_charts(page) -> int:
-    """Vega charts that drew something (a canvas or svg with a size)."""
-    return page.evaluate("""() => [...document.querySelectorAll('[data-testid="stVegaLiteChart"]')].filter(c => {
+DRAWN_JS = """[...document.querySelectorAll('[data-testid="stVegaLiteChart"]')].filter(c => {
         const g = c.querySelector('canvas, svg.marks');
         return g && g.getBoundingClientRect().width > 50 && g.getBoundingClientRect().height > 30;
-    }).length""")
+    }).length"""
+
+
+def drawn_charts(page) -> int:
+    """Vega charts that drew something (a canvas or svg with a size)."""
+    return page.evaluate(f"() => {DRAWN_JS}")
+
+
+def wait_drawn(page, count: int = 1, timeout_ms: float = 60_000) -> int:
+    """Wait until `count` charts have drawn with a size (a chart in a tab just opened lays out after its svg
+    exists), then return how many have."""
+    page.wait_for_function(f"() => {DRAWN_JS} >= {count}", timeout=timeout_ms)
+    return drawn_charts(page)
 
 
 def test_default_page_numbers_and_charts(page):
     e = estimate(Scenario())
     assert metric(page, "Max concurrent users") == f"{e.max_concurrent_requests:,}"
     assert page.get_by_text("Fits.", exact=False).first.is_visible()
-    page.wait_for_function("() => document.querySelectorAll('[data-testid=\"stVegaLiteChart\"] svg.marks').length >= 5")
-    assert drawn_charts(page) >= 5  # memory, TTFT, ITL, roofline, cost
+    assert wait_drawn(page, 5) >= 5  # memory, TTFT, ITL, roofline, cost
     assert "Traceback" not in page.content()
 
 
@@ -114,7 +123,7 @@ def test_changing_gpu_and_precision_updates_the_numbers(page, capsys):
     pick("Weights", "FP8", "FP8")
     fp8, took_precision = wait_change(page, "Output tokens/s at that rate", after_gpu, timeout_s=180)
     assert float(fp8.replace(",", "")) > float(after_gpu.replace(",", ""))
-    assert drawn_charts(page) >= 5
+    assert wait_drawn(page, 5) >= 5
     with capsys.disabled():
         print(f"\nbrowser round trip: GPU change {took_gpu * 1e3:.0f} ms, precision change {took_precision * 1e3:.0f} ms")
 
@@ -158,8 +167,7 @@ def test_malformed_config_upload_shows_an_error(page, tmp_path):
 
 def test_tabs_compare_measured_explorer(page, tmp_path):
     shots.open_tab(page, "Compare GPUs")
-    page.wait_for_function("() => document.querySelectorAll('[data-testid=\"stVegaLiteChart\"] svg.marks').length >= 1")
-    assert drawn_charts(page) >= 1
+    assert wait_drawn(page) >= 1
     assert page.locator('[data-testid="stDataFrame"]').count() == 1
     shots.open_tab(page, "Measured vs predicted")
     page.wait_for_function("() => document.querySelectorAll('[data-testid=\"stVegaLiteChart\"] svg.marks').length >= 1")
@@ -171,7 +179,7 @@ def test_tabs_compare_measured_explorer(page, tmp_path):
     shots.wait_idle(page)
     shots.open_tab(page, "Explorer")
     assert page.locator('[data-testid="stDataFrame"]').count() == 1
-    assert drawn_charts(page) >= 1
+    assert wait_drawn(page) >= 1
     shots.open_tab(page, "Formulas")
     page.wait_for_function("() => document.querySelectorAll('.katex').length >= 10", timeout=20_000)  # KaTeX renders late
     shots.open_tab(page, "Launch")
