@@ -7,6 +7,7 @@ from typing import Literal
 import numpy as np
 
 from capacity.calibration import IDEAL
+from capacity.stepper import Stepper
 from capacity.steptime import StepCosts, step_parts
 
 
@@ -45,8 +46,6 @@ def ideal_bounds(plan, isl: float, osl: float, load_kind: str, value: float) -> 
       memory after the weights holds at the prompt's length, each at least at that batch's roofline; and every
       request's FLOPs at peak.
     `plan` must be built with the ideal engine (every byte after the weights is KV, no engine limits)."""
-    from capacity.stepper import Stepper
-
     st = Stepper.build(plan.costs, IDEAL.efficiency, ideal=True)
     I, O = max(float(isl), 1.0), max(float(osl), 1.0)
     ttft = st.time_s(0.0, 0.0, I, st.prefill_keys(I, 0.0))

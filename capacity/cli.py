@@ -308,9 +308,9 @@ def _read_trace(path: str, load: str) -> dict:
 
 def cmd_simulate(a) -> int:
     """The step simulator on one scenario: per-request latencies and the engine's own counters."""
-    from capacity.estimate import calibration_for, plan_for
+    from capacity.estimate import calibration_for, plan_for, simulation_setup
     from capacity.load import parse_load
-    from capacity.simulate import MAX_SIM_REQUESTS, EngineContext, Traffic, simulate
+    from capacity.simulate import MAX_SIM_REQUESTS, simulate
 
     s = _scenario(a, method="simulate")
     load = parse_load(s.load)
@@ -321,13 +321,7 @@ def cmd_simulate(a) -> int:
     cal = calibration_for(s, plan)
     n = len(trace.get("trace_isl", ())) or (int(load.value) if load.kind == "burst" else s.num_requests or
                                             (10 if load.kind == "sync" else 1_000))
-    longest = max((i + o for i, o in zip(trace.get("trace_isl", ()), trace.get("trace_osl", ()))), default=0)
-    spread = 1 + (s.length_ratio if s.length_dist == "uniform" else 4 * s.length_ratio if s.length_dist == "normal" else 0)
-    longest = max(longest, int((s.isl + s.osl) * spread)) + 2
-    engine = EngineContext.build(plan, cal.efficiency, s.ideal, longest, s.prefix_hit_rate)
-    traffic = Traffic(kind="trace" if trace else load.kind, value=float(load.value), num_requests=n,
-                      arrivals=s.arrivals, gamma_shape=s.gamma_shape, think_time_s=s.think_time_s,
-                      length_dist=s.length_dist, length_ratio=s.length_ratio, seed=s.seed, **trace)
+    engine, traffic = simulation_setup(plan, cal, s, load.kind, load.value, n, trace)
     r = simulate(engine, traffic, s.isl, s.osl)
     ttft = r.first_token_s - r.send_s
     e2e = r.end_s - r.send_s

@@ -173,6 +173,25 @@ def run_load(plan: Plan, cal: Calibration, s: Scenario, isl, osl, load_kind: str
     return open_loop(*args, value, cap, s.ideal, extras, s.num_requests, mixed=mixed)
 
 
+def simulation_setup(plan: Plan, cal: Calibration, s: Scenario, load_kind: str, value: float, num_requests: int,
+                     trace: dict | None = None) -> tuple[EngineContext, Traffic]:
+    """The engine and the traffic the step simulator runs for a scenario (`trace`: Traffic's trace_* fields of a
+    recorded run, replayed instead of drawn). The engine holds contexts up to the longest request the lengths can
+    draw (validate's spread bounds: uniform L(1 + r), normal L(1 + 4r)), capped by max_model_len."""
+    trace = trace or {}
+    spread = 1 + (s.length_ratio if s.length_dist == "uniform" else 4 * s.length_ratio if s.length_dist == "normal" else 0)
+    recorded = max((i + o for i, o in zip(trace.get("trace_isl", ()), trace.get("trace_osl", ()))), default=0)
+    longest = max(recorded, int((s.isl + s.osl) * spread)) + 2
+    if s.max_model_len:
+        longest = min(longest, s.max_model_len)
+    engine = EngineContext.build(plan, cal.efficiency, s.ideal, longest, s.prefix_hit_rate)
+    traffic = Traffic(kind="trace" if trace.get("trace_send_s") else load_kind, value=float(value),
+                      num_requests=num_requests, arrivals=s.arrivals, gamma_shape=s.gamma_shape,
+                      think_time_s=s.think_time_s, length_dist=s.length_dist, length_ratio=s.length_ratio, seed=s.seed,
+                      **trace)
+    return engine, traffic
+
+
 def simulated_load(plan: Plan, cal: Calibration, s: Scenario, load_kind: str, value: float) -> tuple[LoadResult, str]:
     """The step simulator's answer for one scenario, shaped like the closed forms' (and the regime it describes)."""
     if s.spec_draft_tokens and s.spec_acceptance:
@@ -187,15 +206,7 @@ def simulated_load(plan: Plan, cal: Calibration, s: Scenario, load_kind: str, va
         n = s.num_requests or int(min(max(value * 120.0, 200), 20_000))
     else:
         n = s.num_requests or 10
-    spread = 1 + (s.length_ratio if s.length_dist == "uniform" else 4 * s.length_ratio if s.length_dist == "normal" else 0)
-    longest = int((s.isl + s.osl) * spread) + 2
-    if s.max_model_len:
-        longest = min(longest, s.max_model_len)
-    engine = EngineContext.build(plan, cal.efficiency, s.ideal, longest, s.prefix_hit_rate)
-    traffic = Traffic(kind=load_kind if load_kind != "sync" else "sync", value=float(value), num_requests=n,
-                      arrivals=s.arrivals, gamma_shape=s.gamma_shape, think_time_s=s.think_time_s,
-                      length_dist=s.length_dist, length_ratio=s.length_ratio, seed=s.seed)
-    sim = simulate(engine, traffic, s.isl, s.osl)
+    sim = simulate(*simulation_setup(plan, cal, s, load_kind, value, n), s.isl, s.osl)
     m = sim.summary("steady" if endless else "all")
     regime = (f"steady state of an endless load (simulated {n:,} requests, middle of the run)" if endless else
               f"a benchmark as run: {n:,} requests, clients starting together from an idle engine (simulated)")

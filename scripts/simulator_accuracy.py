@@ -25,23 +25,11 @@ import pandas as pd
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from capacity.errors import CapacityError  # noqa: E402
-from capacity.estimate import calibration_for, estimate, plan_for  # noqa: E402
-from capacity.simulate import EngineContext, Traffic, simulate  # noqa: E402
+from capacity.estimate import calibration_for, estimate, plan_for, simulation_setup  # noqa: E402
+from capacity.simulate import simulate  # noqa: E402
 from validate.compare import load_run, point_scenario  # noqa: E402
 
 METRICS = {"mean_ttft_s": "ttft_s", "mean_itl_s": "itl_s", "requests_per_s": "requests_per_s"}
-
-
-def workload_options(run_dir: Path) -> dict:
-    meta = run_dir / "metadata.json"
-    if not meta.exists():
-        return {}
-    w = json.loads(meta.read_text()).get("workload", {})
-    kind, _, ratio = str(w.get("length_dist", "fixed")).partition(":")
-    out = {"arrivals": w.get("arrivals", "constant") if w.get("arrivals") in ("constant", "poisson") else "constant"}
-    if kind in ("uniform", "normal"):
-        out.update(length_dist=kind, length_ratio=float(ratio))
-    return out
 
 
 def recorded_requests(run_dir: Path, load: str) -> pd.DataFrame | None:
@@ -64,7 +52,7 @@ def replay_options(run_dir: Path, load: str) -> dict | None:
         return None
     lengths = {"trace_isl": tuple(int(x) for x in df["input_tokens"]), "trace_osl": tuple(int(x) for x in df["output_tokens"])}
     if load.startswith("rate"):
-        return {"kind": "trace", "trace_send_s": tuple(float(x) for x in df["start_s"]), **lengths}
+        return {"trace_send_s": tuple(float(x) for x in df["start_s"]), **lengths}
     if load.startswith("concurrency"):
         return lengths
     return None
@@ -80,7 +68,6 @@ def rows(paths: list[str]) -> list[dict]:
             continue
         if run.scenario.get("engine") not in (None, "vllm"):
             continue
-        opts = workload_options(ROOT / path)
         for p in run.points:
             if not p.completed:
                 continue
@@ -88,7 +75,7 @@ def rows(paths: list[str]) -> list[dict]:
             for method in ("closed-form", "simulate"):
                 try:
                     t0 = time.perf_counter()
-                    e = estimate(point_scenario(run, p, method=method, **opts))
+                    e = estimate(point_scenario(run, p, method=method))  # the run's length spread and arrivals come with it
                     row[f"{method}_s"] = time.perf_counter() - t0
                 except CapacityError as exc:
                     row[f"{method}_error"] = str(exc)
@@ -102,12 +89,10 @@ def rows(paths: list[str]) -> list[dict]:
             if replay is not None:  # the simulator fed with what was really sent
                 s = point_scenario(run, p)
                 plan = plan_for(s)
-                longest = max(a + b for a, b in zip(replay["trace_isl"], replay["trace_osl"])) + 2
-                engine = EngineContext.build(plan, calibration_for(s, plan).efficiency, False, longest)
-                kind = replay.pop("kind", p.load.split(":")[0])
                 value = float(p.load.split(":")[1]) if ":" in p.load else 1.0
-                sim = simulate(engine, Traffic(kind=kind, value=value, num_requests=len(replay["trace_isl"]), **replay),
-                               s.isl, s.osl).summary()
+                setup = simulation_setup(plan, calibration_for(s, plan), s, p.load.split(":")[0], value,
+                                         len(replay["trace_isl"]), replay)
+                sim = simulate(*setup, s.isl, s.osl).summary()
                 for mk, pk in METRICS.items():
                     meas = getattr(p, mk)
                     row[f"replay_{pk}"] = sim[pk]

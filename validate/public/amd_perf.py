@@ -55,10 +55,3 @@ def import_file(path: Path) -> tuple[list[Row], dict[str, int]]:
                     note=join_notes("vLLM benchmark_latency: one batch processed end to end", model_note, kv_note),
                     **common))
     return rows, {}
-
-
-def import_all(raw_dir: Path) -> tuple[list[Row], dict[str, int]]:
-    rows: list[Row] = []
-    for name in FILES:
-        rows += import_file(raw_dir / name)[0]
-    return rows, {}

@@ -18,10 +18,11 @@ IMPORTERS = (trtllm_perf, trtllm_bench, amd_perf, nim_tables, inferencex, transc
 def build(raw_dir: Path = RAW_DIR) -> tuple[list[Row], dict[str, int]]:
     rows: list[Row] = []
     skipped: dict[str, int] = {}
-    for imp in IMPORTERS:
-        r, s = imp.import_all(raw_dir)
-        rows += r
-        skipped.update(s)
+    for imp in IMPORTERS:  # each importer reads its own raw files; skip counts are named by file
+        for name in imp.FILES:
+            r, s = imp.import_file(raw_dir / name)
+            rows += r
+            skipped.update({f"{name}: {k}": v for k, v in s.items()})
     ids = [r.row_id for r in rows]
     if len(set(ids)) != len(ids):
         raise ValueError("duplicate row ids")

@@ -67,13 +67,3 @@ def import_file(path: Path) -> tuple[list[Row], dict[str, int]]:
                                 "engine version not recorded" if not o["image"] else ""),
             ))
     return rows, skipped
-
-
-def import_all(raw_dir: Path) -> tuple[list[Row], dict[str, int]]:
-    rows: list[Row] = []
-    skipped: dict[str, int] = {}
-    for name in FILES:
-        r, s = import_file(raw_dir / name)
-        rows += r
-        skipped.update({f"{name}: {k}": v for k, v in s.items()})
-    return rows, skipped

@@ -53,10 +53,3 @@ def import_file(path: Path) -> tuple[list[Row], dict[str, int]]:
                 rows.append(row(row_id=f"{h['source_id']}:{len(rows):04d}", metric=metric, statistic=stat, value=v,
                                 note=join_notes(base, note), **common))
     return rows, {}
-
-
-def import_all(raw_dir: Path) -> tuple[list[Row], dict[str, int]]:
-    rows: list[Row] = []
-    for name in FILES:
-        rows += import_file(raw_dir / name)[0]
-    return rows, {}

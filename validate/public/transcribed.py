@@ -39,10 +39,3 @@ def import_file(path: Path) -> tuple[list[Row], dict[str, int]]:
                         published=h.get("published") or "undated web page", read_on=h["read"],
                         model=model_id, note=note, **fields))
     return rows, {}
-
-
-def import_all(raw_dir: Path) -> tuple[list[Row], dict[str, int]]:
-    rows: list[Row] = []
-    for name in FILES:
-        rows += import_file(raw_dir / name)[0]
-    return rows, {}

@@ -76,13 +76,3 @@ def import_file(path: Path) -> tuple[list[Row], dict[str, int]]:
                                 c.get("note", "")),
             ))
     return rows, skipped
-
-
-def import_all(raw_dir: Path) -> tuple[list[Row], dict[str, int]]:
-    rows: list[Row] = []
-    skipped: dict[str, int] = {}
-    for name in FILES:
-        r, s = import_file(raw_dir / name)
-        rows += r
-        skipped.update({f"{name}: {k}": v for k, v in s.items()})
-    return rows, skipped

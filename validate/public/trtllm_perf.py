@@ -213,12 +213,4 @@ def import_file(path: Path) -> tuple[list[Row], dict[str, int]]:
     return ctx.rows, ctx.skipped
 
 
-def import_all(raw_dir: Path) -> tuple[list[Row], dict[str, int]]:
-    rows: list[Row] = []
-    skipped: dict[str, int] = {}
-    for name in sorted(VERSIONS):
-        r, s = import_file(raw_dir / name)
-        rows += r
-        for k, v in s.items():
-            skipped[f"{name}: {k}"] = v
-    return rows, skipped
+FILES = tuple(sorted(VERSIONS))  # the raw files this importer reads, as build.py iterates them
