@@ -1,4 +1,4 @@
-"""``validate run | sweep | import | compare | calibrate``: measure a real engine, or a running server,
+"""``validate run | sweep | import | compare | calibrate | fleet``: measure a real engine, or a running server,
 or import a report; hold the capacity model against the measurements and fit its factors.
 
 Bad input and engine failures print one line ``ErrorType: message`` to stderr and exit 2. Ctrl-C
@@ -20,6 +20,7 @@ from pydantic import ValidationError
 from validate import commands, report
 from validate.engines import ENGINES
 from validate.errors import UsageError, ValidateError, one_line
+from validate.fleet import command as fleet
 
 
 class Parser(argparse.ArgumentParser):
@@ -103,6 +104,7 @@ def build_parser() -> Parser:
     imp.set_defaults(func=commands.import_report)
 
     report.add_parsers(sub)
+    fleet.add_parser(sub)
     return parser
 
 
