@@ -1,4 +1,4 @@
-"""``validate run | sweep | import | compare | calibrate | fleet``: measure a real engine, or a running server,
+"""``validate run | sweep | import | export | compare | calibrate | fleet``: measure a real engine, or a running server,
 or import a report; hold the capacity model against the measurements and fit its factors.
 
 Bad input and engine failures print one line ``ErrorType: message`` to stderr and exit 2. Ctrl-C
@@ -17,9 +17,10 @@ from typing import NoReturn
 
 from pydantic import ValidationError
 
-from validate import commands, report
+from validate import commands, export, report
 from validate.engines import ENGINES
 from validate.errors import UsageError, ValidateError, one_line
+from validate.importers import cli as importers_cli
 from validate.fleet import command as fleet
 
 
@@ -98,11 +99,8 @@ def build_parser() -> Parser:
     _add_load_options(sweep)
     sweep.set_defaults(func=commands.sweep)
 
-    imp = sub.add_parser("import", help="import a vllm bench serve or guidellm JSON report")
-    imp.add_argument("file")
-    imp.add_argument("--out", required=True)
-    imp.set_defaults(func=commands.import_report)
-
+    importers_cli.add_parser(sub)
+    export.add_parser(sub)
     report.add_parsers(sub)
     fleet.add_parser(sub)
     return parser

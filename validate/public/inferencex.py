@@ -7,7 +7,11 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Annotated
 
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from validate.errors import ImportFormatError, one_line
 from validate.public.common import join_notes, map_gpu, read_header
 from validate.public.schema import Row, row
 
@@ -20,6 +24,49 @@ METRICS = (("mean_ttft", "ttft_s", "mean", ""),
                                            "streams several tokens per chunk"),
            ("mean_e2el", "e2e_latency_s", "mean", ""),
            ("output_tput_per_gpu", "output_tokens_per_s_per_gpu", "aggregate", "output tokens/s divided by TP"))
+
+
+Positive = Annotated[float, Field(gt=0, allow_inf_nan=False)]
+PositiveInt = Annotated[int, Field(ge=1, le=10**9)]
+
+
+class ApiResult(BaseModel):
+    """One InferenceX benchmark-API object: the fields read, checked (numbers positive and finite)."""
+
+    model_config = ConfigDict(strict=True, extra="ignore")
+
+    hardware: str
+    framework: str
+    model: str
+    precision: str
+    spec_method: str
+    disagg: bool
+    is_multinode: bool
+    decode_tp: PositiveInt
+    decode_ep: PositiveInt
+    decode_dp_attention: bool
+    isl: PositiveInt
+    osl: PositiveInt
+    conc: PositiveInt
+    image: str | None = None
+    date: str
+    run_url: str
+    metrics: dict[str, Positive]
+
+
+def read_results(path: Path, text: str | None = None) -> list[tuple[int, ApiResult]]:
+    """(line number, object) of every ``{`` line; any fault is ImportFormatError ``FILE:LINE: field: expected``."""
+    found = []
+    for number, line in enumerate((path.read_text() if text is None else text).splitlines(), 1):
+        if not line.startswith("{"):
+            continue
+        try:
+            found.append((number, ApiResult.model_validate(json.loads(line))))
+        except ValidationError as err:
+            raise ImportFormatError(f"{path}:{number}: {one_line(err)}") from None
+        except (ValueError, RecursionError) as err:
+            raise ImportFormatError(f"{path}:{number}: cannot read the line as JSON: {one_line(err)}") from None
+    return found
 
 
 def _precision(p: str, gpu: str) -> tuple[str, str]:
@@ -37,33 +84,30 @@ def import_file(path: Path) -> tuple[list[Row], dict[str, int]]:
     h = read_header(text)
     rows: list[Row] = []
     skipped: dict[str, int] = {}
-    for line in text.splitlines():
-        if not line.startswith("{"):
-            continue
-        o = json.loads(line)
-        if o["disagg"] or o["is_multinode"] or o["spec_method"] != "none" or o["model"] not in MODELS:
+    for _, o in read_results(path, text):
+        if o.disagg or o.is_multinode or o.spec_method != "none" or o.model not in MODELS:
             skipped["disaggregated, multinode, speculative or unknown model"] = skipped.get("disaggregated, multinode, speculative or unknown model", 0) + 1
             continue
-        model_id, model_note = MODELS[o["model"]]
-        weight, wnote = _precision(o["precision"], o["hardware"])
-        gpu_note = "InferenceX's h200 is the H200 SXM (HGX)" if o["hardware"] == "h200" else ""
-        tp, ep = int(o["decode_tp"]), int(o["decode_ep"])
-        version = o["image"] or "image not recorded in the API object"
+        model_id, model_note = MODELS[o.model]
+        weight, wnote = _precision(o.precision, o.hardware)
+        gpu_note = "InferenceX's h200 is the H200 SXM (HGX)" if o.hardware == "h200" else ""
+        tp, ep = int(o.decode_tp), int(o.decode_ep)
+        version = o.image or "image not recorded in the API object"
         for key, metric, stat, mnote in METRICS:
-            if key not in o["metrics"]:
+            if key not in o.metrics:
                 continue
             rows.append(row(
                 row_id=f"{h['source_id']}:{len(rows):04d}", source_id=h["source_id"], source_kind=KIND,
                 source_url=h["url"], source_commit=h["commit"], source_path=f"data/public/raw/{path.name}",
-                published=f"InferenceX run of {o['date']} ({o['run_url']})", read_on=h["read"],
-                engine=ENGINES[o["framework"]], engine_version=version, gpu=map_gpu(o["hardware"]), num_gpus=tp, tp=tp, ep=ep,
-                dp=tp if o["decode_dp_attention"] else 1, pp=1, model=model_id, model_published=o["model"],
-                weight_precision=weight, kv_precision="unstated", isl=int(o["isl"]), osl=int(o["osl"]),
-                lengths="distributed", length_range_ratio=0.8, load="concurrency", concurrency=int(o["conc"]),
-                num_requests=10 * int(o["conc"]), metric=metric, statistic=stat, value=float(o["metrics"][key]),
+                published=f"InferenceX run of {o.date} ({o.run_url})", read_on=h["read"],
+                engine=ENGINES[o.framework], engine_version=version, gpu=map_gpu(o.hardware), num_gpus=tp, tp=tp, ep=ep,
+                dp=tp if o.decode_dp_attention else 1, pp=1, model=model_id, model_published=o.model,
+                weight_precision=weight, kv_precision="unstated", isl=int(o.isl), osl=int(o.osl),
+                lengths="distributed", length_range_ratio=0.8, load="concurrency", concurrency=int(o.conc),
+                num_requests=10 * int(o.conc), metric=metric, statistic=stat, value=float(o.metrics[key]),
                 note=join_notes(model_note, wnote, mnote, "lengths uniform in [0.8 L, L] (InferenceX's harness)",
                                 "KV precision not in the API object", gpu_note,
                                 "expert parallel " + str(ep) if ep > 1 else "",
-                                "engine version not recorded" if not o["image"] else ""),
+                                "engine version not recorded" if not o.image else ""),
             ))
     return rows, skipped

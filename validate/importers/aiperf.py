@@ -1,0 +1,304 @@
+"""AIPerf (ai-dynamo/aiperf) exports: ``profile_export_aiperf.json`` (one point from its statistics) and
+``profile_export.jsonl`` (one record per request: the point recomputed with this package's definitions).
+
+Two layouts of the summary are read: early releases put the metrics under ``records`` (tag ``ttft``),
+later ones at the top level (``time_to_first_token``, with ``schema_version`` and ``aiperf_version``).
+Mapping: AIPerf's inter_token_latency is a per-request (e2e - TTFT) / (output tokens - 1), this
+package's TPOT; its inter_chunk_latency pools the gaps between streamed chunks, this package's ITL (a
+chunk may hold several tokens). Output lengths are output_sequence_length (reasoning tokens included).
+The load comes from the run's configuration (``input_config``): a concurrency or a request rate. A
+per-record file carries none, so it is read from the ``profile_export_aiperf.json`` beside it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+from validate.errors import ImportFormatError
+from validate.importers.common import (SECONDS_PER, ImportedRun, Nanoseconds, NonNegative, PositiveCount, Rate,
+                                       Strict, load_json, make_metadata, make_point, rounded, validated, whole)
+from validate.metrics import summarize
+from validate.results import RequestRecord
+
+TimeUnit = Literal["ns", "us", "ms", "s", "sec"]
+SUMMARY_FILE, RECORDS_FILE = "profile_export_aiperf.json", "profile_export.jsonl"
+
+
+class _Stat(Strict):
+    avg: NonNegative | None = None
+    p50: NonNegative | None = None
+    p90: NonNegative | None = None
+    p99: NonNegative | None = None
+
+
+class _Time(_Stat):
+    unit: TimeUnit
+
+
+class _Requests(_Stat):
+    unit: Literal["requests"]
+
+
+class _Tokens(_Stat):
+    unit: Literal["tokens"]
+
+
+class _RequestRate(_Stat):
+    unit: Literal["requests/sec"]
+
+
+class _TokenRate(_Stat):
+    unit: Literal["tokens/sec"]
+
+
+class _Metrics(Strict):
+    request_throughput: _RequestRate | None = None
+    output_token_throughput: _TokenRate | None = None
+    total_token_throughput: _TokenRate | None = None
+    request_count: _Requests | None = None
+    error_request_count: _Requests | None = None
+    benchmark_duration: _Time | None = None
+    time_to_first_token: _Time | None = None
+    ttft: _Time | None = None
+    inter_token_latency: _Time | None = None
+    inter_chunk_latency: _Time | None = None
+    request_latency: _Time | None = None
+    input_sequence_length: _Tokens | None = None
+    output_sequence_length: _Tokens | None = None
+    total_isl: _Tokens | None = None
+    total_osl: _Tokens | None = None
+
+
+class _Phase(Strict):
+    name: str | None = None
+    type: str | None = None
+    concurrency: PositiveCount | None = None
+    rate: Rate | None = None
+    request_rate: Rate | None = None
+    requests: PositiveCount | None = None
+
+
+class _Loadgen(Strict):
+    concurrency: PositiveCount | None = None
+    request_rate: Rate | None = None
+    warmup_request_count: int | None = None
+
+
+class _ModelItem(Strict):
+    name: str
+
+
+class _Models(Strict):
+    items: list[_ModelItem] = []
+
+
+class _Endpoint(Strict):
+    model_names: list[str] | None = None
+
+
+class _InputConfig(Strict):
+    loadgen: _Loadgen | None = None
+    phases: list[_Phase] | None = None
+    endpoint: _Endpoint | None = None
+    models: _Models | None = None
+
+
+class _Summary(_Metrics):
+    records: _Metrics | None = None
+    input_config: _InputConfig | None = None
+    aiperf_version: str | None = None
+    schema_version: str | None = None
+    start_time: str | None = None
+
+
+def is_aiperf_summary(data: Any, path: Path) -> bool:
+    if not isinstance(data, dict):
+        return False
+    config = data.get("input_config")
+    return (path.name.endswith("_aiperf.json") or "aiperf_version" in data or isinstance(data.get("records"), dict)
+            or (isinstance(config, dict) and any(k in config for k in ("loadgen", "phases", "models"))))
+
+
+def _stats(stat: _Stat | None, prefix: str) -> dict[str, float | None]:
+    scale = SECONDS_PER[stat.unit] if isinstance(stat, _Time) else 1.0
+    values = (stat.avg, stat.p50, stat.p90, stat.p99) if stat else (None,) * 4
+    return {f"{s}_{prefix}": None if v is None else v * scale for s, v in zip(("mean", "median", "p90", "p99"), values)}
+
+
+def _avg(stat: _Stat | None) -> float | None:
+    return stat.avg if stat else None
+
+
+def load_label(config: _InputConfig | None, where: str) -> tuple[str, int]:
+    """(load label, warm-up requests) from the run's configuration."""
+    config = config or _InputConfig()
+    profiling = [p for p in config.phases or [] if p.name in (None, "profiling")]
+    warmup = sum(p.requests or 0 for p in config.phases or [] if p.name == "warmup")
+    loadgen = config.loadgen or _Loadgen()
+    phase = profiling[0] if profiling else _Phase()
+    rate = loadgen.request_rate or phase.request_rate or phase.rate
+    concurrency = loadgen.concurrency or phase.concurrency
+    warmup = warmup or max(loadgen.warmup_request_count or 0, 0)
+    if rate:
+        return f"rate:{rate:.6g}", warmup
+    if concurrency:
+        return f"concurrency:{concurrency}", warmup
+    raise ImportFormatError(f"{where}: input_config: expected loadgen.concurrency or loadgen.request_rate, or a "
+                            "profiling phase with a concurrency or rate (the load of the run)")
+
+
+def _model(config: _InputConfig | None) -> str | None:
+    if config and config.models and config.models.items:
+        return config.models.items[0].name
+    if config and config.endpoint and config.endpoint.model_names:
+        return config.endpoint.model_names[0]
+    return None
+
+
+def _summary(path: Path) -> _Summary:
+    data = load_json(path)
+    if not isinstance(data, dict):
+        raise ImportFormatError(f"{path}: expected a JSON object (an AIPerf summary), got {type(data).__name__}")
+    return validated(_Summary, data, str(path))
+
+
+def import_summary(raw: dict[str, Any], path: Path, argv: list[str]) -> ImportedRun:
+    summary = validated(_Summary, raw, str(path))
+    m = summary.records or summary
+    where = f"{path}: {'records.' if summary.records else ''}"
+    load, warmup = load_label(summary.input_config, str(path))
+    completed = whole(_avg(m.request_count), where + "request_count.avg")
+    duration = _avg(m.benchmark_duration)
+    rps = _avg(m.request_throughput)
+    if completed is None or duration is None or rps is None:
+        raise ImportFormatError(f"{where}request_count, benchmark_duration, request_throughput: expected all three "
+                                "(an AIPerf summary of a finished run)")
+    duration *= SECONDS_PER[m.benchmark_duration.unit]  # type: ignore[union-attr]
+    total_in, total_out = whole(_avg(m.total_isl), where + "total_isl"), whole(_avg(m.total_osl), where + "total_osl")
+    input_rate = total_in / duration if total_in is not None and duration else None
+    output_rate = _avg(m.output_token_throughput) or 0.0
+    itl = m.inter_chunk_latency or m.inter_token_latency
+    point = make_point(
+        str(path), load=load, completed=completed, failed=whole(_avg(m.error_request_count), where) or 0,
+        duration_s=duration, requests_per_s=rps, output_tokens_per_s=output_rate,
+        total_tokens_per_s=_avg(m.total_token_throughput) or output_rate + (input_rate or 0.0),
+        input_tokens_per_s=input_rate, **_stats(m.time_to_first_token or m.ttft, "ttft_s"),
+        **_stats(itl, "itl_s"), **_stats(m.inter_token_latency, "tpot_s"), **_stats(m.request_latency, "e2e_latency_s"),
+        isl=_avg(m.input_sequence_length), osl=_avg(m.output_sequence_length), total_input_tokens=total_in or 0,
+        total_output_tokens=total_out or 0, warmup_requests=warmup, source="aiperf")
+    model = _model(summary.input_config)
+    metadata = make_metadata(argv, "aiperf", model_id=model, served_model_name=model, started_at=summary.start_time,
+                             workload={"isl": rounded(point.isl), "osl": rounded(point.osl), "imported_from": str(path),
+                                       "aiperf_version": summary.aiperf_version,
+                                       "itl_from": "inter_chunk_latency" if m.inter_chunk_latency else
+                                       "inter_token_latency (no chunk gaps in the file)"})
+    return ImportedRun([point], [], metadata)
+
+
+# ---------------------------------------------------------------- per-request records (profile_export.jsonl)
+
+
+class _Value(Strict):
+    value: NonNegative | list[NonNegative]
+    unit: str
+
+
+class _RecordMetadata(Strict):
+    request_start_ns: Nanoseconds | None = None
+    request_end_ns: Nanoseconds | None = None
+    timestamp_ns: Nanoseconds | None = None
+    benchmark_phase: str | None = None
+    credit_phase: str | None = None
+
+
+class _RecordError(Strict):
+    code: int | None = None
+    type: str | None = None
+    message: str | None = None
+
+
+class _Record(Strict):
+    metadata: _RecordMetadata
+    metrics: dict[str, _Value] | None = None
+    error: _RecordError | None = None
+
+
+def is_aiperf_record(value: Any) -> bool:
+    return isinstance(value, dict) and "metadata" in value and "metrics" in value
+
+
+def _seconds(metrics: dict[str, _Value], names: tuple[str, ...], where: str) -> float | list[float] | None:
+    for name in names:
+        if name in metrics:
+            v = metrics[name]
+            if v.unit not in SECONDS_PER:
+                raise ImportFormatError(f"{where}: metrics.{name}.unit: expected one of {', '.join(SECONDS_PER)} "
+                                        f"(got {v.unit!r})")
+            scale = SECONDS_PER[v.unit]
+            return [x * scale for x in v.value] if isinstance(v.value, list) else v.value * scale
+    return None
+
+
+def _number(metrics: dict[str, _Value], name: str, where: str) -> float | None:
+    if name not in metrics:
+        return None
+    value = metrics[name].value
+    if isinstance(value, list):
+        raise ImportFormatError(f"{where}: metrics.{name}.value: expected a number (got a list)")
+    return value
+
+
+def _record(line: int, raw: Any, path: Path, index: int, load: str) -> tuple[RequestRecord, bool, float]:
+    """(request with start and end in ns-epoch seconds, whether it was a warm-up one, its start)."""
+    where = f"{path}:{line}"
+    rec = validated(_Record, raw, where)
+    metrics, meta = rec.metrics or {}, rec.metadata
+    phase = meta.benchmark_phase or meta.credit_phase or "profiling"
+    start_ns = meta.request_start_ns or meta.timestamp_ns or _number(metrics, "min_request_timestamp", where)
+    if start_ns is None:
+        raise ImportFormatError(f"{where}: metadata.request_start_ns: expected the request's start time (ns)")
+    start = start_ns * 1e-9
+    latency = _seconds(metrics, ("request_latency",), where)
+    end_ns = meta.request_end_ns or _number(metrics, "max_response_timestamp", where)
+    end = end_ns * 1e-9 if end_ns is not None else start + (latency if isinstance(latency, float) else 0.0)
+    if end < start:
+        raise ImportFormatError(f"{where}: metadata.request_end_ns: expected a time after the request's start")
+    error = None
+    if rec.error is not None:
+        error = ": ".join(p for p in (rec.error.type, rec.error.message) if p) or f"error {rec.error.code}"
+    gaps = _seconds(metrics, ("inter_chunk_latency",), where)
+    gaps = gaps if isinstance(gaps, list) else ([] if gaps is None else [gaps])
+    ttft = _seconds(metrics, ("time_to_first_token", "ttft"), where)
+    out = _number(metrics, "output_sequence_length", where) or 0
+    inp = _number(metrics, "input_sequence_length", where) or 0
+    record = RequestRecord(
+        load=load, index=index, start_s=start, end_s=end, ttft_s=None if error else ttft,
+        e2e_latency_s=None if error or not isinstance(latency, float) else latency, itls_s=[] if error else gaps,
+        num_chunks=len(gaps) + 1 if ttft is not None else 0, input_tokens=0 if error else int(inp),
+        output_tokens=0 if error else int(out), requested_input_tokens=int(inp), error=error)
+    return record, phase == "warmup", start
+
+
+def import_records(lines: list[tuple[int, Any]], path: Path, argv: list[str]) -> ImportedRun:
+    beside = path.with_name(SUMMARY_FILE)
+    if not beside.is_file():
+        raise ImportFormatError(f"{path}: an AIPerf per-record file does not say its load; expected {SUMMARY_FILE} "
+                                "beside it (the same run's summary)")
+    summary = _summary(beside)
+    load, _ = load_label(summary.input_config, str(beside))
+    parsed = [_record(line, raw, path, i, load) for i, (line, raw) in enumerate(lines)]
+    measured = [r for r, warm, _ in parsed if not warm]
+    if not measured:
+        raise ImportFormatError(f"{path}: holds no profiling records")
+    first = min(r.start_s for r in measured)
+    requests = [r.model_copy(update={"index": i, "start_s": r.start_s - first, "end_s": r.end_s - first})
+                for i, r in enumerate(measured)]
+    computed = summarize(load, requests, warmup_requests=len(parsed) - len(measured))
+    point = make_point(str(path), **{**computed.model_dump(), "source": "aiperf-records"})
+    model = _model(summary.input_config)
+    metadata = make_metadata(argv, "aiperf-records", model_id=model, served_model_name=model,
+                             started_at=summary.start_time,
+                             workload={"isl": rounded(point.isl), "osl": rounded(point.osl), "imported_from": str(path),
+                                       "load_from": str(beside), "aiperf_version": summary.aiperf_version})
+    return ImportedRun([point], requests, metadata)
