@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import bisect
 import heapq
+from collections import deque
 from dataclasses import dataclass
 from typing import Literal
 
@@ -63,14 +64,16 @@ class Traffic(BaseModel):
     trace_osl: tuple[int, ...] = ()
 
 
-def spread_lengths(rng: np.random.Generator, mean: int, kind: str, ratio: float, n: int) -> np.ndarray:
-    """Lengths as `validate --length-dist` draws them: uniform in [L(1−r), L(1+r)], normal with σ = r·L."""
+def spread_lengths(rng: np.random.Generator, mean: int | np.ndarray, kind: str, ratio: float, n: int) -> np.ndarray:
+    """Lengths as `validate --length-dist` draws them: uniform in [L(1−r), L(1+r)], normal with σ = r·L. `mean`: one
+    length, or one per draw (the draws are those of n single calls, one after another)."""
+    mean = np.broadcast_to(np.asarray(mean), (n,))
     if kind == "uniform":
-        low, high = int(mean * (1 - ratio)), int(mean * (1 + ratio))
-        return rng.integers(max(low, 1), max(high, 1) + 1, size=n)
+        low, high = (mean * (1 - ratio)).astype(int), (mean * (1 + ratio)).astype(int)
+        return rng.integers(np.maximum(low, 1), np.maximum(high, 1) + 1)
     if kind == "normal":
-        return np.maximum(np.rint(rng.normal(mean, ratio * mean, size=n)), 1).astype(int)
-    return np.full(n, mean, dtype=int)
+        return np.maximum(np.rint(rng.normal(mean, ratio * mean)), 1).astype(int)
+    return np.array(mean, dtype=int)
 
 
 @dataclass(frozen=True)
@@ -202,11 +205,12 @@ def _requests(traffic: Traffic, isl: int, osl: int) -> tuple[np.ndarray, np.ndar
         I = np.maximum(np.asarray(traffic.trace_isl, dtype=int), 1)
         O = np.maximum(np.asarray(traffic.trace_osl, dtype=int), 1)
         return I, O, (np.zeros(len(I)) if traffic.kind == "burst" else None)
-    pairs = [(spread_lengths(rng, isl, traffic.length_dist, traffic.length_ratio, 1)[0],
-              spread_lengths(rng, osl, traffic.length_dist, traffic.length_ratio, 1)[0]) for _ in range(n)] \
-        if traffic.length_dist != "fixed" else [(isl, osl)] * n
-    I = np.array([p[0] for p in pairs], dtype=int)
-    O = np.array([p[1] for p in pairs], dtype=int)
+    if traffic.length_dist != "fixed":
+        # one draw per length, input then output, request after request: the stream of 2n single draws, drawn at once
+        lengths = spread_lengths(rng, np.tile([isl, osl], n), traffic.length_dist, traffic.length_ratio, 2 * n)
+        I, O = lengths[0::2].astype(int), lengths[1::2].astype(int)
+    else:
+        I, O = np.full(n, isl, dtype=int), np.full(n, osl, dtype=int)
     if traffic.kind == "burst":
         return I, O, np.zeros(n)
     if traffic.kind == "rate":
@@ -221,6 +225,134 @@ def _requests(traffic: Traffic, isl: int, osl: int) -> tuple[np.ndarray, np.ndar
     return I, O, None
 
 
+class _Decoders:
+    """The decoding sequences. A decode step gives each of them one token, so they advance together and are kept
+    as offsets from one shared step clock (context = base + clock). What they hold in KV blocks is bounded by the
+    blocks each holds at its last token (a running sum, kept as they come and go); the exact count, one numpy sum
+    over their contexts (kept packed in `slot_base`), is taken only where that bound could exceed the room (a
+    cache near full). Finishes are a heap of (clock of the last token, admission number, request): a step's
+    finishers come out in admission order."""
+
+    def __init__(self, table: np.ndarray, out_len: list[int], most_at_once: int) -> None:
+        n = len(out_len)
+        self.table = table
+        self.most = np.maximum.accumulate(table).tolist()  # blocks a sequence holds up to a context, at most
+        self.out_len = out_len
+        self.clock = 0
+        self.slot_base = np.zeros(max(most_at_once, 1), dtype=np.int64)  # context − clock, one slot per sequence
+        self.slot_request: list[int] = []
+        self.slot_of = [-1] * n  # request -> its slot (−1: not decoding)
+        self.made_base = [0] * n  # request -> tokens sampled − clock
+        self.admission = [0] * n  # request -> its admission number (tells stale heap entries apart)
+        self.last_blocks = [0] * n  # request -> blocks at its last token, at most
+        self.context_sum = 0
+        self.blocks_bound = 0
+        self.finishes: list[tuple[int, int, int]] = []
+        self._exact: dict[int, int] = {}  # k -> blocks after k steps, while nothing changes
+
+    def __len__(self) -> int:
+        return len(self.slot_request)
+
+    def __contains__(self, i: int) -> bool:
+        return self.slot_of[i] >= 0
+
+    def add(self, i: int, context: int, made: int, admission: int) -> None:
+        left = self.out_len[i] - made
+        slot = self.slot_of[i] = len(self.slot_request)
+        self.slot_request.append(i)
+        self.slot_base[slot] = context - self.clock
+        self.made_base[i] = made - self.clock
+        self.admission[i] = admission
+        self.last_blocks[i] = last = self.most[context + left]
+        self.context_sum += context
+        self.blocks_bound += last
+        self._exact.clear()
+        heapq.heappush(self.finishes, (self.clock + left, admission, i))
+
+    def remove(self, i: int) -> int:
+        """Take a sequence out (the last slot moves into its place); the tokens it had sampled."""
+        slot, self.slot_of[i] = self.slot_of[i], -1
+        self.context_sum -= int(self.slot_base[slot]) + self.clock
+        moved = self.slot_request.pop()
+        if moved != i:
+            self.slot_request[slot] = moved
+            self.slot_of[moved] = slot
+            self.slot_base[slot] = self.slot_base[len(self.slot_request)]
+        self.blocks_bound -= self.last_blocks[i]
+        self.admission[i] = 0
+        self._exact.clear()
+        return self.made_base[i] + self.clock
+
+    def advance(self, k: int) -> None:
+        self.clock += k
+        self.context_sum += k * len(self.slot_request)
+        self._exact.clear()
+
+    def fit(self, k: int, room: int) -> bool:
+        """Whether what they hold after k more decode steps each (k = 0: now) is at most `room` blocks."""
+        if self.blocks_bound <= room:
+            return True
+        return self.blocks_after(k) <= room
+
+    def blocks_after(self, k: int) -> int:
+        hit = self._exact.get(k)
+        if hit is None:
+            contexts = self.slot_base[:len(self.slot_request)] + (self.clock + k)
+            hit = self._exact[k] = int(self.table[contexts].sum())
+        return hit
+
+    def steps_to_next_finish(self) -> int:
+        while True:
+            clock, admission, i = self.finishes[0]
+            if self.admission[i] == admission:
+                return clock - self.clock
+            heapq.heappop(self.finishes)
+
+    def finished(self) -> list[int]:
+        """The sequences that have all their tokens now, in admission order."""
+        out = []
+        while self.finishes and self.finishes[0][0] <= self.clock:
+            _, admission, i = heapq.heappop(self.finishes)
+            if self.admission[i] == admission:
+                out.append(i)
+        return out
+
+
+class _DecodeRun:
+    """Consecutive decode-only steps of d sequences from mean context `mean_ctx` (one more token each per step),
+    priced as far as they are asked for: a few steps one at a time, the rest of a long run in one vectorized call
+    (`Stepper.decode_run_s`, the same values; the cumulative sums in the same order)."""
+
+    def __init__(self, stepper: Stepper, d: int, mean_ctx: float, longest: int) -> None:
+        self.stepper, self.d, self.mean_ctx, self.longest = stepper, d, mean_ctx, longest
+        self.price = stepper.decode_pricer(d)
+        self.cum: list[float] = []  # cum[j]: seconds of the first j + 1 steps
+
+    def seconds(self, k: int) -> float:
+        """Seconds of the first k steps."""
+        cum = self.cum
+        if len(cum) < k:
+            acc = cum[-1] if cum else 0.0
+            if k - len(cum) <= 32:
+                for j in range(len(cum), k):
+                    acc += self.price(self.mean_ctx + j)
+                    cum.append(acc)
+            else:
+                times = self.stepper.decode_run_s(self.d, self.mean_ctx + np.arange(len(cum), k, dtype=float))
+                cum.extend(np.cumsum(np.concatenate([[acc], times]))[1:].tolist())
+        return cum[k - 1]
+
+    def steps_reaching(self, t: float, t_event: float) -> int:
+        """Steps (at most `longest`) from t through the one whose end reaches t_event."""
+        for k in range(1, min(self.longest, 32) + 1):
+            if t + self.seconds(k) >= t_event:
+                return k
+        if self.longest <= 32:
+            return self.longest
+        self.seconds(self.longest)
+        return min(int(np.searchsorted(t + np.asarray(self.cum), t_event)) + 1, self.longest)
+
+
 def simulate(engine: EngineContext, traffic: Traffic, isl: int, osl: int) -> SimResult:
     """Run the requests of `traffic` through the engine step by step; client-side times per request."""
     I, O, sends = _requests(traffic, isl, osl)
@@ -231,15 +363,15 @@ def simulate(engine: EngineContext, traffic: Traffic, isl: int, osl: int) -> Sim
     if int((I + O).max()) > max_ctx:
         raise WorkloadError(f"simulate: a request of {int((I + O).max()):,} tokens is longer than the engine context "
                             f"({max_ctx:,})")
-    table = engine.block_table
-    need_prompt = table[I]  # blocks a whole prompt holds
-    if int(need_prompt.max()) > engine.num_blocks:
+    if int(engine.block_table[I].max()) > engine.num_blocks:
         raise WorkloadError("simulate: one prompt needs more KV blocks than the engine has")
+    table = engine.block_table.tolist()  # blocks one sequence of c tokens holds
+    num_blocks = engine.num_blocks
     st = engine.stepper
     front = _FrontEnd(engine.admission_s, engine.request_overhead_s)
     closed = sends is None
     clients = 1 if traffic.kind == "sync" else int(traffic.value)
-    send = np.full(n, np.nan)
+    send = [np.nan] * n
     arrive_heap: list[tuple[float, int]] = []  # (engine arrival time, request)
     next_new = 0
 
@@ -256,27 +388,30 @@ def simulate(engine: EngineContext, traffic: Traffic, isl: int, osl: int) -> Sim
         for _ in range(min(clients, n)):
             submit(0.0)
     else:
-        for i in range(n):  # open loop: every send time is known
-            send[i] = sends[i]
-            front.intake(float(sends[i]), i, arrive_heap)
+        for i, s in enumerate(sends.tolist()):  # open loop: every send time is known
+            send[i] = s
+            front.intake(s, i, arrive_heap)
         next_new = n
         if front.admission_s == 0:
             front.flush(arrive_heap)
 
     hit = engine.prefix_hit_rate
-    cached0 = (np.floor(I * hit / engine.block_size_tokens) * engine.block_size_tokens).astype(int) if hit else np.zeros(n, int)
-    done_tok = np.zeros(n, dtype=np.int64)  # tokens in the KV cache (computed)
-    target = I.astype(np.int64).copy()  # tokens to compute before the next token is sampled
-    gen = np.zeros(n, dtype=np.int64)  # tokens sampled so far
-    alloc = np.zeros(n, dtype=np.int64)  # blocks held
-    first = np.full(n, np.nan)
-    end = np.full(n, np.nan)
-    admit_seq = np.zeros(n, dtype=np.int64)
-    waiting: list[int] = []  # arrived at the engine, not running; preempted go to the front
-    running: list[int] = []  # admission order
-    decoding: set[int] = set()
+    cached0 = ((np.floor(I * hit / engine.block_size_tokens) * engine.block_size_tokens).astype(int) if hit
+               else np.zeros(n, int)).tolist()
+    isl_of, osl_of = I.tolist(), O.tolist()
+    # per request while it waits or prefills (a decoding one is kept by `decoders`)
+    done_tok = [0] * n  # tokens in the KV cache (computed)
+    target = list(isl_of)  # tokens to compute before the next token is sampled
+    gen = [0] * n  # tokens sampled so far
+    alloc = [0] * n  # blocks held
+    first = [np.nan] * n
+    end = [np.nan] * n
+    admit_seq = [0] * n
+    waiting: deque[int] = deque()  # arrived at the engine, not running; preempted go to the front
+    running: dict[int, None] = {}  # admission order (a dict as an ordered set)
     prefilling: list[int] = []
-    used_blocks = 0
+    decoders = _Decoders(engine.block_table, osl_of, min(n, engine.max_num_seqs))
+    prefill_blocks = 0  # blocks held by running requests that are not decoding
     t = 0.0
     steps = 0
     preemptions = 0
@@ -288,29 +423,31 @@ def simulate(engine: EngineContext, traffic: Traffic, isl: int, osl: int) -> Sim
     finished = 0
 
     def finish(i: int, t_emit: float) -> None:
-        nonlocal used_blocks, finished
+        nonlocal prefill_blocks, finished
         end[i] = front.deliver(t_emit)
-        used_blocks -= int(alloc[i])
+        if i in decoders:
+            decoders.remove(i)
+        else:
+            prefill_blocks -= alloc[i]
         alloc[i] = 0
-        running.remove(i)
-        decoding.discard(i)
+        del running[i]
         finished += 1
         if closed:
             submit(end[i] + traffic.think_time_s)
 
-    def preempt_last() -> int:
-        nonlocal used_blocks, preemptions
-        victim = running.pop()
-        decoding.discard(victim)
-        if victim in prefilling:
+    def preempt_last() -> None:
+        nonlocal prefill_blocks, preemptions
+        victim, _ = running.popitem()
+        if victim in decoders:
+            gen[victim] = decoders.remove(victim)
+        else:
             prefilling.remove(victim)
-        used_blocks -= int(alloc[victim])
+            prefill_blocks -= alloc[victim]
         alloc[victim] = 0
         done_tok[victim] = 0
-        target[victim] = I[victim] + gen[victim]  # recompute the prompt and the tokens it had
-        waiting.insert(0, victim)
+        target[victim] = isl_of[victim] + gen[victim]  # recompute the prompt and the tokens it had
+        waiting.appendleft(victim)
         preemptions += 1
-        return victim
 
     def next_arrival_s() -> float:
         return min(arrive_heap[0][0] if arrive_heap else np.inf, front.next_handover_s())
@@ -327,107 +464,93 @@ def simulate(engine: EngineContext, traffic: Traffic, isl: int, osl: int) -> Sim
             t = max(t, nxt)
             continue
         # 1. decodes need room for one more token each; preempt from the back until they fit
-        dec = [i for i in running if i in decoding]
-        if dec:
-            grow = int((table[done_tok[dec] + 1] - alloc[dec]).sum())
-            while dec and used_blocks + grow > engine.num_blocks:
-                v = preempt_last()
-                if v in dec:
-                    dec.remove(v)
-                grow = int((table[done_tok[dec] + 1] - alloc[dec]).sum()) if dec else 0
-        d = len(dec)
+        while decoders and not decoders.fit(1, num_blocks - prefill_blocks):
+            preempt_last()
+        d = len(decoders)
         budget = engine.token_budget - (d if engine.mixed else 0)
         chunks: list[tuple[int, int]] = []  # (request, tokens)
         # 2. partial prefills, then 3. waiting requests (SGLang: a prefill step carries no decodes)
         for i in list(prefilling):
             if budget <= 0:
                 break
-            k = int(min(target[i] - done_tok[i], budget))
+            k = min(target[i] - done_tok[i], budget)
             chunks.append((i, k))
             budget -= k
         while waiting and budget > 0 and len(running) < engine.max_num_seqs:
             i = waiting[0]
-            start = int(cached0[i]) if gen[i] == 0 else 0
-            need = int(table[target[i]])
-            if used_blocks + need > engine.num_blocks:
+            start = cached0[i] if gen[i] == 0 else 0
+            need = table[target[i]]
+            if not decoders.fit(0, num_blocks - prefill_blocks - need):
                 break
-            waiting.pop(0)
-            used_blocks += need
+            waiting.popleft()
+            prefill_blocks += need
             alloc[i] = need
             done_tok[i] = start
             seq_counter += 1
             admit_seq[i] = seq_counter
-            running.append(i)
+            running[i] = None
             prefilling.append(i)
-            k = int(min(target[i] - done_tok[i], budget))
+            k = min(target[i] - done_tok[i], budget)
             chunks.append((i, k))
             budget -= k
         if not engine.mixed and chunks:
             d = 0
-            dec = []
-        if not chunks and not dec:
+        if not chunks and not d:
             # nothing can run: wait for the next arrival (KV and slots are held by nobody here)
             nxt = next_arrival_s()
             if nxt < np.inf:
                 t = max(t, nxt)
                 continue
             raise WorkloadError("simulate: the engine cannot admit the next request (it needs more KV blocks than are free)")
-        p = sum(k for _, k in chunks)
         max_running = max(max_running, len(running))
         if d:
-            mean_ctx = float(done_tok[dec].sum()) / d
+            mean_ctx = float(decoders.context_sum) / d
         if not chunks:
-            # decode-only stretch: jump to the next finish, arrival or full cache in one vectorized call
-            left = O[dec] - gen[dec]
-            k = int(left.min())
+            # decode-only stretch: jump to the next finish, arrival or full cache in one go
+            k = decoders.steps_to_next_finish()
             if k > 1:
-                ctxs = mean_ctx + np.arange(k, dtype=float)
-                times = st.decode_run_s(d, ctxs)
-                cum = np.cumsum(times)
+                run = _DecodeRun(st, d, mean_ctx, k)
                 nxt = next_arrival_s()
-                if nxt < np.inf:
-                    j = int(np.searchsorted(t + cum, nxt))
-                    k = min(k, j + 1)
-                # blocks after k more tokens each; shrink the stretch until they fit
-                while k > 1 and used_blocks + int((table[done_tok[dec] + k] - alloc[dec]).sum()) > engine.num_blocks:
+                if nxt < np.inf:  # what arrives is taken in after the step that reaches it
+                    k = run.steps_reaching(t, nxt)
+                # shrink the stretch until the blocks after k more tokens each fit
+                while k > 1 and not decoders.fit(k, num_blocks - prefill_blocks):
                     k = max(1, k // 2)
-                dt = float(cum[k - 1])
+                dt = run.seconds(k)
             else:
                 k = 1
                 dt = st.time_s(d, st.decode_keys(mean_ctx), 0.0, 0.0)
         else:
             k = 1
-            keys = sum(kk * st.prefill_keys(kk, float(done_tok[i])) for i, kk in chunks) / p
-            dt = st.time_s(d, st.decode_keys(mean_ctx) if d else 0.0, float(p), keys)
+            p = key_sum = 0  # prefill tokens, and their keys summed (in chunk order)
+            for i, kk in chunks:
+                p += kk
+                key_sum += kk * st.prefill_keys(kk, done_tok[i])
+            dt = st.time_s(d, st.decode_keys(mean_ctx) if d else 0.0, float(p), key_sum / p)
         # advance k steps
-        free_before = engine.num_blocks - used_blocks
-        if free_before < len(running):
+        if not decoders.fit(0, num_blocks - prefill_blocks - len(running)):  # fewer free blocks than sequences
             kv_full_time += dt
         run_time += dt * len(running)
         t += dt
         busy += dt
         steps += k
-        if dec:
-            idx = np.asarray(dec)
-            done_tok[idx] += k
-            gen[idx] += k
-            new_alloc = table[done_tok[idx]]
-            used_blocks += int((new_alloc - alloc[idx]).sum())
-            alloc[idx] = new_alloc
-            for i in idx[gen[idx] >= O[idx]]:
-                finish(int(i), t)
+        if d:
+            decoders.advance(k)
+            for i in decoders.finished():
+                finish(i, t)
         for i, kk in chunks:
             done_tok[i] += kk
             if done_tok[i] >= target[i]:
                 prefilling.remove(i)
                 gen[i] += 1
-                if np.isnan(first[i]):
+                if first[i] != first[i]:  # NaN: the first token
                     first[i] = front.deliver(t)
-                if gen[i] >= O[i]:
+                if gen[i] >= osl_of[i]:
                     finish(i, t)
                 else:
-                    decoding.add(i)
+                    prefill_blocks -= alloc[i]
+                    decoders.add(i, done_tok[i], gen[i], admit_seq[i])
     if finished < n:
         raise WorkloadError(f"simulate: only {finished} of {n} requests finished")
-    return SimResult(I, O, send, first, end, preemptions, steps, busy, run_time / busy if busy else 0.0,
-                     max_running, kv_full_time / busy if busy else 0.0)
+    return SimResult(I, O, np.array(send), np.array(first), np.array(end), preemptions, steps, busy,
+                     run_time / busy if busy else 0.0, max_running, kv_full_time / busy if busy else 0.0)

@@ -16,7 +16,7 @@ import numpy as np
 
 from capacity.calibration import Efficiency
 from capacity.formulas import compiled
-from capacity.kv import attended_tokens_decode, attended_tokens_prefill
+from capacity.kv import attended_tokens_decode
 from capacity.steptime import StepCosts
 
 
@@ -49,6 +49,7 @@ class Stepper:
     launch_floor_s: float
     max_graph_tokens: float
     _touched: dict = field(default_factory=dict, compare=False, repr=False)
+    _pricers: dict = field(default_factory=dict, compare=False, repr=False)
 
     @classmethod
     def build(cls, c: StepCosts, eff: Efficiency, ideal: bool = False) -> Stepper:
@@ -96,8 +97,22 @@ class Stepper:
         return m.num_full_layers * context + m.num_sliding_layers * min(context, m.sliding_window or 0)
 
     def prefill_keys(self, tokens: float, prefix: float) -> float:
-        """Mean keys per token, summed over layers, of a chunk of `tokens` after `prefix` computed tokens."""
-        return float(attended_tokens_prefill(self.costs.arch, tokens, prefix))
+        """Mean keys per token, summed over layers, of a chunk of `tokens` after `prefix` computed tokens:
+        kv.attended_tokens_prefill for one chunk in plain floats, the same operations in the same order
+        (tests/test_simulate.py holds the two equal bit for bit)."""
+        m = self.costs.arch
+        n = max(float(tokens), 1.0)
+        p = float(prefix)
+        full = p + (n + 1) / 2
+        w = float(m.sliding_window or 0)
+        if m.num_sliding_layers and w > 0:
+            lo, top = p + 1, min(p + n, w)
+            below = max(top - lo + 1, 0.0)
+            mean_below = (lo + top) / 2 if below > 0 else 0.0
+            sliding = (below * mean_below + (n - below) * w) / n
+        else:
+            sliding = full * 0
+        return m.num_full_layers * full + m.num_sliding_layers * sliding
 
     def experts_touched(self, tokens: float) -> float:
         """Distinct experts of one GPU a step of `tokens` loads (memoized: steps repeat token counts)."""
@@ -155,3 +170,45 @@ class Stepper:
         busy0, host, launch = self._parts(d, 0.0, 0.0, 0.0)
         per_key = d * max(self.attn_flops_per_key / self.attn_flops_per_s, self.kv_bytes_per_key / self.kv_bytes_per_s)
         return np.maximum(busy0 + per_key * keys, host) + launch
+
+    def decode_pricer(self, decode_seqs: int):
+        """`decode_run_s` one step at a time: a function of the mean context giving the seconds of one decode-only
+        step of `decode_seqs` sequences, in plain floats with the same operations in the same order (so the same
+        bits; tests/test_simulate.py holds them equal). Built once per batch size."""
+        price = self._pricers.get(decode_seqs)
+        if price is None:
+            price = self._pricers[decode_seqs] = self._decode_pricer(float(decode_seqs))
+        return price
+
+    def _decode_pricer(self, d: float):
+        m = self.costs.arch
+        full, sliding, window = m.num_full_layers, m.num_sliding_layers, m.sliding_window or 0
+
+        def keys(ctx: float) -> float:  # kv.cached_tokens of one context
+            return full * ctx + sliding * min(ctx, window)
+
+        if self.ideal:
+            exp_b = self.experts_touched(d) * self.expert_bytes_per_touched if self.expert_flops_per_token else 0.0
+            flops0 = (self.lin_flops_per_token + self.head_flops_per_logit + self.expert_flops_per_token) * d
+            bytes0 = self.lin_bytes + exp_b
+            comm = (self.comm_s_fixed + self.comm_s_per_token * d) if self.comm_s_per_token else 0.0
+            f_key, b_key, fps, bps = self.attn_flops_per_key, self.kv_bytes_per_key, self.flops_per_s, self.weight_bytes_per_s
+
+            def ideal_step(ctx: float) -> float:
+                k = keys(ctx)
+                return max((flops0 + d * k * f_key) / fps, (bytes0 + d * k * b_key) / bps) + comm
+
+            return ideal_step
+        busy0, host, launch = self._parts(d, 0.0, 0.0, 0.0)
+        per_key = d * max(self.attn_flops_per_key / self.attn_flops_per_s, self.kv_bytes_per_key / self.kv_bytes_per_s)
+        if not sliding:  # keys = full × ctx (+ 0 × …), inlined: this runs once per simulated decode step
+
+            def full_step(ctx: float) -> float:
+                return max(busy0 + per_key * (full * ctx), host) + launch
+
+            return full_step
+
+        def step(ctx: float) -> float:
+            return max(busy0 + per_key * keys(ctx), host) + launch
+
+        return step
