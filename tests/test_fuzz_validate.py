@@ -1,9 +1,10 @@
 """Fuzz the validator's input boundaries with seeded generators (no network, same inputs every run).
 
 - `validate import` on files derived from tests/fixtures/vllm-bench-serve-llama8b-c16.json (summary and
-  --save-detailed shapes) and on hand-built guidellm reports: values swapped for wrong types, NaN,
-  Infinity, negative or 400-digit numbers, keys dropped, per-request lists of unequal length, then
-  sometimes truncated, byte-flipped or nested thousands deep.
+  --save-detailed shapes), on hand-built guidellm reports and on the real fixtures of the other importers
+  (AIPerf summaries and per-record lines, genai-perf, llm-d Benchmark Reports as JSON and YAML, InferenceX
+  rows): values swapped for wrong types, NaN, Infinity, negative or 400-digit numbers, keys dropped,
+  per-request lists of unequal length, then sometimes truncated, byte-flipped or nested thousands deep.
 - The results readers (points.jsonl, requests.jsonl, metadata.json, scenario.json, facts.json: what a
   resume and `validate compare` read) on mutated copies of tests/fixtures/measurements/, and `validate
   compare` itself on a share of them.
@@ -47,8 +48,17 @@ VLLM_FIXTURE = REPO / "tests" / "fixtures" / "vllm-bench-serve-llama8b-c16.json"
 RUNS = sorted(p.parent for p in (REPO / "tests" / "fixtures" / "measurements").rglob("points.jsonl"))
 LIMIT_S = 2.0
 
-# How many generated inputs each part runs (4,550 in all, plus the subprocesses).
-IMPORT_CASES = {"vllm-summary": 900, "vllm-detailed": 700, "guidellm": 900, "bytes": 300}
+FIXTURES = REPO / "tests" / "fixtures"
+AIPERF_SUMMARIES = [FIXTURES / "aiperf" / "run1" / "profile_export_aiperf.json",
+                    FIXTURES / "aiperf" / "v0.10-concurrency2" / "profile_export_aiperf.json"]
+AIPERF_RECORDS = FIXTURES / "aiperf" / "run1" / "profile_export.jsonl"
+GENAI_PERF = FIXTURES / "genai-perf" / "profile_export_genai_perf.json"
+BR_EXAMPLE = FIXTURES / "llm-d" / "br_v0_2_1_example.yaml"
+INFERENCEX = REPO / "data" / "public" / "raw" / "inferencex-fixture-sample.jsonl"
+
+# How many generated inputs each part runs (6,850 in all, plus the subprocesses).
+IMPORT_CASES = {"vllm-summary": 900, "vllm-detailed": 700, "guidellm": 900, "bytes": 300, "aiperf-summary": 500,
+                "aiperf-records": 400, "genai-perf": 400, "benchmark-report": 600, "inferencex": 400}
 READER_CASES = 1450
 COMPARE_CASES = 100
 FLAG_CASES = 200
@@ -215,11 +225,43 @@ def guidellm(rng: random.Random) -> dict:
     return {"benchmarks": benchmarks, "metadata": {"guidellm_version": "0.4.0"}}
 
 
-def import_inputs() -> Iterator[tuple[str, bytes]]:
+def benchmark_reports() -> list[dict]:
+    """An llm-d example report and one this package exports (from a committed run)."""
+    import yaml
+
+    from validate.export import benchmark_report
+
+    folder = ResultsDir(RUNS[0])
+    exported = benchmark_report(folder.points()[0], 0, folder.read_metadata())
+    return [yaml.safe_load(BR_EXAMPLE.read_text()), exported]
+
+
+def other_importers(kind: str, rng: random.Random, sources: dict[str, Any]) -> tuple[bytes, str]:
+    """(file content, file name) of one mutated real file of the newer importers."""
+    if kind == "aiperf-summary":
+        doc = rng.choice(sources["aiperf"])
+        return dumps(rng, mutate(rng, doc) if rng.random() < 0.9 else doc), "profile_export_aiperf.json"
+    if kind == "aiperf-records":
+        return jsonl_mutation(rng, sources["records"]), "profile_export.jsonl"
+    if kind == "genai-perf":
+        doc = sources["genai"]
+        return dumps(rng, mutate(rng, doc) if rng.random() < 0.9 else doc), "profile_export_genai_perf.json"
+    if kind == "benchmark-report":
+        doc = rng.choice(sources["reports"])
+        return dumps(rng, mutate(rng, doc) if rng.random() < 0.9 else doc), rng.choice(["report.json", "report.yaml"])
+    return jsonl_mutation(rng, sources["inferencex"]), "rows.jsonl"
+
+
+def import_inputs() -> Iterator[tuple[str, bytes, str]]:
     fixture = json.loads(VLLM_FIXTURE.read_text())
+    sources = {"aiperf": [json.loads(p.read_text()) for p in AIPERF_SUMMARIES],
+               "records": "\n".join(AIPERF_RECORDS.read_text().splitlines()[:20]),
+               "genai": json.loads(GENAI_PERF.read_text()), "reports": benchmark_reports(),
+               "inferencex": "\n".join(line for line in INFERENCEX.read_text().splitlines() if line.startswith("{"))}
     for kind, count in IMPORT_CASES.items():
         rng = random.Random(f"import-{kind}")
         for i in range(count):
+            name = "report.json"
             if kind == "vllm-summary":
                 data = dumps(rng, mutate(rng, fixture))
             elif kind == "vllm-detailed":
@@ -228,29 +270,38 @@ def import_inputs() -> Iterator[tuple[str, bytes]]:
             elif kind == "guidellm":
                 doc = guidellm(rng)
                 data = dumps(rng, mutate(rng, doc) if rng.random() < 0.9 else doc)
-            else:
+            elif kind == "bytes":
                 source = fixture if rng.random() < 0.5 else guidellm(rng)
                 data = damage(rng, dumps(rng, source))
-            yield f"{kind}-{i}", data
+            else:
+                data, name = other_importers(kind, rng, sources)
+            yield f"{kind}-{i}", data, name
 
 
 def test_import_never_tracebacks(tmp_path: Path):
     seen = {0: 0, 2: 0}
-    for name, data in import_inputs():
-        path = tmp_path / f"{name}.json"
+    summary = AIPERF_SUMMARIES[0].read_bytes()
+    for name, data, filename in import_inputs():
+        case = tmp_path / name
+        case.mkdir()
+        path = case / filename
         path.write_bytes(data)
+        if filename == "profile_export.jsonl":  # the per-record file reads its load from the summary beside it
+            (case / "profile_export_aiperf.json").write_bytes(summary)
         out = tmp_path / f"out-{name}"
         code, _, stderr = cli(["import", str(path), "--out", str(out)], f"import {name}")
         assert_contract(code, stderr, f"import {name} ({data[:300]!r})")
         seen[code] += 1
         if code == 0:  # what was stored reads back through the strict models: finite and non-negative
-            folder = ResultsDir(out)
-            assert folder.points() and folder.read_metadata() is not None
-            folder.requests()
+            folders = [p.parent for p in out.rglob("points.jsonl")]  # InferenceX rows: one folder per configuration
+            assert folders, f"import {name}: nothing stored"
+            for folder in map(ResultsDir, folders):
+                assert folder.points() and folder.read_metadata() is not None
+                folder.requests()
         else:
             assert str(path) in stderr, stderr
         shutil.rmtree(out, ignore_errors=True)
-        path.unlink()
+        shutil.rmtree(case)
     assert seen[0] > 100 and seen[2] > 500, seen  # both outcomes are exercised
 
 
@@ -386,6 +437,11 @@ def subprocess_cases(tmp_path: Path) -> list[tuple[str, list[str]]]:
         path = tmp_path / f"{name}.json"
         path.write_text(json.dumps(doc))
         cases.append((name, ["import", str(path), "--out", str(tmp_path / f"out-{name}")]))
+    aiperf = json.loads(AIPERF_SUMMARIES[1].read_text())
+    aiperf["time_to_first_token"]["unit"] = "fortnights"
+    path = tmp_path / "profile_export_aiperf.json"
+    path.write_text(json.dumps(aiperf))
+    cases.append(("aiperf-unit", ["import", str(path), "--out", str(tmp_path / "out-aiperf-unit")]))
     run = results_folder(rng, tmp_path / "compare-0", keep_points=2)
     cases.append(("compare-0", ["compare", str(run)]))
     tp = results_folder(random.Random(0), tmp_path / "tp-x", keep_points=2, damaged=False)
@@ -394,7 +450,7 @@ def subprocess_cases(tmp_path: Path) -> list[tuple[str, list[str]]]:
     return cases
 
 
-@pytest.mark.parametrize("index", range(5))
+@pytest.mark.parametrize("index", range(6))
 def test_real_subprocess_keeps_the_contract(tmp_path: Path, index: int):
     name, argv = subprocess_cases(tmp_path)[index]
     env = {**os.environ, "PYTHONPATH": str(REPO)}
@@ -402,8 +458,10 @@ def test_real_subprocess_keeps_the_contract(tmp_path: Path, index: int):
     result = subprocess.run([sys.executable, "-m", "validate.cli", *argv], capture_output=True, text=True, env=env,
                             cwd=REPO, timeout=120)
     assert_contract(result.returncode, result.stderr, f"{name}: {argv}")
-    if name in ("duration-string", "benchmarks-number", "lists-unequal", "tp-x"):
+    if name in ("duration-string", "benchmarks-number", "lists-unequal", "aiperf-unit", "tp-x"):
         assert result.returncode == 2, result.stderr
+    if name == "aiperf-unit":
+        assert "time_to_first_token.unit: Input should be" in result.stderr
     if name == "tp-x":
         assert "scenario.json: engine_argv: --tensor-parallel-size: expected a number" in result.stderr
     assert time.monotonic() - t0 < 120

@@ -17,8 +17,8 @@ from typing import Any, Literal
 
 from validate.errors import ImportFormatError
 from validate.importers.common import (SECONDS_PER, ImportedRun, Nanoseconds, NonNegative, PositiveCount, Rate,
-                                       Strict, load_json, make_metadata, make_point, rounded, validated, whole)
-from validate.metrics import summarize
+                                       Strict, load_json, make_metadata, make_point, rounded, summarized,
+                                       validated, whole)
 from validate.results import RequestRecord
 
 TimeUnit = Literal["ns", "us", "ms", "s", "sec"]
@@ -267,9 +267,12 @@ def _record(line: int, raw: Any, path: Path, index: int, load: str) -> tuple[Req
     error = None
     if rec.error is not None:
         error = ": ".join(p for p in (rec.error.type, rec.error.message) if p) or f"error {rec.error.code}"
+    ttft = _seconds(metrics, ("time_to_first_token", "ttft"), where)
+    if isinstance(ttft, float) and isinstance(latency, float) and latency < ttft:
+        raise ImportFormatError(f"{where}: metrics.request_latency: expected at least the time to first token "
+                                f"({latency!r} s < {ttft!r} s)")
     gaps = _seconds(metrics, ("inter_chunk_latency",), where)
     gaps = gaps if isinstance(gaps, list) else ([] if gaps is None else [gaps])
-    ttft = _seconds(metrics, ("time_to_first_token", "ttft"), where)
     out = _number(metrics, "output_sequence_length", where) or 0
     inp = _number(metrics, "input_sequence_length", where) or 0
     record = RequestRecord(
@@ -294,7 +297,7 @@ def import_records(lines: list[tuple[int, Any]], path: Path, argv: list[str]) ->
     first = min(r.start_s for r in measured)
     requests = [r.model_copy(update={"index": i, "start_s": r.start_s - first, "end_s": r.end_s - first})
                 for i, r in enumerate(measured)]
-    computed = summarize(load, requests, warmup_requests=len(parsed) - len(measured))
+    computed = summarized(str(path), load, requests, warmup_requests=len(parsed) - len(measured))
     point = make_point(str(path), **{**computed.model_dump(), "source": "aiperf-records"})
     model = _model(summary.input_config)
     metadata = make_metadata(argv, "aiperf-records", model_id=model, served_model_name=model,

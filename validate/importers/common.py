@@ -123,6 +123,17 @@ def make_point(where: str, **fields: Any) -> PointResult:
         raise ImportFormatError(f"{where}: {one_line(err)}") from None
 
 
+def summarized(where: str, load: str, requests: list[RequestRecord], **options: Any) -> PointResult:
+    """validate.metrics.summarize, its faults (a latency shorter than the TTFT) as ImportFormatError."""
+    from validate.metrics import summarize
+
+    try:
+        return summarize(load, requests, **options)
+    except ValidationError as err:
+        raise ImportFormatError(f"{where}: the requests give {one_line(err)} (a request's latency shorter than "
+                                "its time to first token?)") from None
+
+
 def make_metadata(argv: list[str], source: str, **fields: Any) -> RunMetadata:
     return RunMetadata(validate_command=argv, started_at=fields.pop("started_at", None) or environment.now_iso(),
                        host="unknown (imported)", validate_version=__version__, source=source, **fields)

@@ -21,8 +21,8 @@ from pydantic import create_model
 
 from validate.errors import ImportFormatError
 from validate.importers.common import (MS, STATS, Count, Finite, ImportedRun, NonNegative, Positive, PositiveCount,
-                                       Rate, Strict, make_metadata, make_point, rounded, validated)
-from validate.metrics import summarize
+                                       Rate, Strict, make_metadata, make_point, rounded, summarized,
+                                       validated)
 from validate.results import RequestRecord
 
 _STAT_KEYS = ("ttft", "itl", "tpot", "e2el")
@@ -108,9 +108,9 @@ def _requests(data: Any, load: str, count: int) -> list[RequestRecord]:
     return records
 
 
-def summarize_fields(load: str, requests: list[RequestRecord]) -> dict[str, Any]:
+def summarize_fields(load: str, requests: list[RequestRecord], where: str = "requests") -> dict[str, Any]:
     """Latency statistics recomputed from the requests (throughput stays the tool's own)."""
-    return summarize(load, requests).model_dump(exclude={
+    return summarized(where, load, requests).model_dump(exclude={
         "load", "duration_s", "requests_per_s", "output_tokens_per_s", "total_tokens_per_s", "input_tokens_per_s",
         "completed", "failed"})
 
@@ -129,7 +129,7 @@ def import_vllm_bench(raw: dict[str, Any], path: Path, argv: list[str]) -> Impor
     requests: list[RequestRecord] = []
     if all(getattr(data, key) is not None for key in DETAILED):
         requests = _requests(data, load, _check_detailed(data, path))
-        fields = summarize_fields(load, requests)
+        fields = summarize_fields(load, requests, str(path))
     else:
         fields = {f"{stat}_{name}_s": None if getattr(data, f"{stat}_{key}_ms") is None
                   else getattr(data, f"{stat}_{key}_ms") * MS for stat in STATS for name, key in
