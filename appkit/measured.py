@@ -73,7 +73,7 @@ def load_corpus(root: Path) -> tuple[list[Run], list[str]]:
 
 
 def parse_upload(name: str, data: bytes) -> tuple[str, Any]:
-    """Classify one uploaded file: ('points', text), ('metadata', dict) or ('report', dict) (vllm bench, guidellm)."""
+    """Classify one uploaded file: ('points', text), ('metadata', dict) or ('report', dict) (another tool's report)."""
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
@@ -87,13 +87,14 @@ def parse_upload(name: str, data: bytes) -> tuple[str, Any]:
         obj = json.loads(stripped)
     except json.JSONDecodeError as exc:
         raise MeasuredError(f"{name}: not valid JSON ({exc.msg} at line {exc.lineno})") from None
-    if isinstance(obj, dict) and ("request_throughput" in obj or "benchmarks" in obj):
-        return "report", obj
+    if isinstance(obj, dict) and ("request_throughput" in obj or "benchmarks" in obj or {"run", "results"} <= set(obj)):
+        return "report", obj  # vllm bench, guidellm, AIPerf, genai-perf, llm-d Benchmark Report
     if isinstance(obj, dict) and ("validate_command" in obj or "engine_argv" in obj or "model_id" in obj):
         return "metadata", obj
     if isinstance(obj, dict) and "load" in obj:
         return "points", stripped.replace("\n", " ") + "\n"
-    raise MeasuredError(f"{name}: neither points.jsonl, metadata.json nor a vllm bench / guidellm report")
+    raise MeasuredError(f"{name}: neither points.jsonl, metadata.json nor a report of vllm bench, guidellm, AIPerf, "
+                        "genai-perf or an llm-d Benchmark Report (JSON)")
 
 
 def upload_scenario(meta: dict[str, Any], defaults: dict[str, Any]) -> dict[str, Any]:

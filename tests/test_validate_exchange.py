@@ -289,3 +289,14 @@ def test_malformed_inferencex_row_names_its_line(tmp_path):
     path.write_text("\n".join(lines) + "\n")
     with pytest.raises(ImportFormatError, match=rf"^{path}:{number + 1}: conc: Input should be greater than or equal"):
         import_runs(path, ["x"])
+
+
+def test_the_app_reads_uploaded_reports_of_the_new_tools(tmp_path):
+    from appkit.measured import runs_from_uploads
+
+    (point,), _, meta = import_file(AIPERF_NEW, ["x"])
+    report = json.dumps(benchmark_report(point, 0, meta)).encode()
+    files = [("profile_export_aiperf.json", AIPERF_NEW.read_bytes()), ("report.json", report),
+             ("profile_export_genai_perf.json", GENAI_PERF.read_bytes())]
+    runs, errors = runs_from_uploads(files, {"gpu": "h200-sxm", "model": "Qwen/Qwen3-8B"})
+    assert errors == [] and len(runs) == 3
