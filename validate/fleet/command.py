@@ -57,12 +57,13 @@ def jobs_of(args: argparse.Namespace) -> tuple[list[Job], FleetPlan]:
 
 
 def _print_jobs(jobs: list[Job]) -> None:
-    table = Table(title=f"{len(jobs)} jobs")
+    table = Table(title=f"{len(jobs)} jobs (configuration: the axes that vary)")
     for name in ("job", "configuration", "profile", "GPUs", "CPUs", "resources"):
         table.add_column(name)
+    varying = [k for k in (jobs[0].config if jobs else {}) if len({repr(j.config[k]) for j in jobs}) > 1]
     for j in jobs:
-        varying = ", ".join(f"{k}={v}" for k, v in j.config.items() if k not in ("engine_python",))
-        table.add_row(j.job_id, varying, j.profile, f"{j.num_gpus:g}", f"{j.num_cpus:g}",
+        shown = ", ".join(f"{k}={j.config[k]}" for k in varying) or "(one configuration)"
+        table.add_row(j.job_id, shown, j.profile, f"{j.num_gpus:g}", f"{j.num_cpus:g}",
                       ", ".join(f"{k}={v:g}" for k, v in j.resources.items()) or "-")
     Console(width=200).print(table)
 

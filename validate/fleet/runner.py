@@ -5,7 +5,8 @@ Each attempt is a Ray task asking for ``num_gpus = tp`` (none with ``devices = "
 so Ray places it on a node of that kind. Ray's own task retries are off (``max_retries=0``): the driver retries, so
 every attempt is one line in the index. An attempt that ends in a worker death, an engine that crashed or did not
 start, or a lost server is retried up to ``retries`` times, then the job is failed with its last log lines. Input
-errors (a bad option, an unknown model) are failed at once: a retry would fail the same way.
+errors (a bad option, an unknown model, an engine that refused its flags) are failed at once: a retry would fail
+the same way.
 
 A job is finished when its folder holds every point of its profile: a rerun skips it, whatever the index says.
 """
@@ -27,6 +28,9 @@ from validate.results import ResultsDir
 from validate.runner import pending_points
 
 NO_RETRY = {"UsageError", "EngineConfigError", "ModelDirError", "ResultsError", "PlanError", "FleetStoreError"}
+# An engine that exits with code 2 before it is ready refused its command line (argparse's usage-error code; vLLM,
+# SGLang and trtllm-serve parse flags with argparse or click, which use 2 too): a retry would fail the same way.
+USAGE_EXIT = "exited with code 2 before it was ready"
 POLL_S = 0.5
 
 
@@ -141,7 +145,8 @@ class Fleet:
             from validate.fleet.worker import log_tail
             error, kind, elapsed = f"Ray worker lost: {crash}", None, None
             tail = log_tail(self.index.log_path(job.job_id, attempt))
-        retry = kind not in NO_RETRY and self.tries[job.job_id] <= self.retries
+        usage = kind == "EngineStartError" and USAGE_EXIT in (error or "")
+        retry = kind not in NO_RETRY and not usage and self.tries[job.job_id] <= self.retries
         state = "retrying" if retry else "failed"
         self.index.append(IndexRecord(job_id=job.job_id, state=state, attempt=attempt, points=count_points(folder),
                                       elapsed_s=elapsed, error=error, log_tail=tail))

@@ -73,7 +73,7 @@ def log_tail(path: Path, num_lines: int = NUM_TAIL_LINES) -> list[str]:
     except OSError:
         return []
     lines = [ANSI.sub("", line).strip() for line in text.splitlines()]
-    return [line[:400] for line in lines if line][-num_lines:]
+    return [line[:2000] for line in lines if line][-num_lines:]
 
 
 def last_error(lines: list[str]) -> tuple[str | None, str | None]:
