@@ -336,3 +336,61 @@ def test_transformers_baseline(vllm_python: str, tmp_path: Path):
     assert point["mean_ttft_s"] > 0 and point["mean_itl_s"] > 0
     meta = json.loads((out / "metadata.json").read_text())
     assert meta["engine"] == "transformers" and meta["engine_version"].startswith("5.")
+
+
+@pytest.mark.parametrize("shared", [0.0, 0.5])
+def test_engine_counters_per_point(vllm_server: Server, tmp_path: Path, shared: float):
+    """Each point keeps what the engine's /metrics say about it: its prompt tokens, its prefix-cache hit rate
+    (about the shared share of the prompt, nothing with unique prompts), running requests; the series sits in
+    telemetry.jsonl. No GPU here: the point says why it has no power figures instead of inventing them."""
+    out = tmp_path / "telemetry"
+    result = validate(sys.executable, "sweep", "--base-url", vllm_server.base_url, "--model", SERVED_NAME,
+                      "--model-config", TINY_MODEL, "--isl", 256, "--osl", 8, "--profile", "concurrency:2",
+                      "--num-requests", 8, "--warmup", 1, "--shared-prefix", shared, "--out", out)
+    assert result.returncode == 0, result.stderr
+    (point,) = ResultsDir(out).points()
+    t = point.engine_telemetry
+    assert t is not None and t.samples >= 2
+    # counted from the end of the warm-up: the measured requests only
+    assert t.prompt_tokens == point.total_input_tokens == 8 * 256
+    assert t.generation_tokens == point.total_output_tokens == 8 * 8
+    assert t.preemptions == 0 and t.max_running is not None and t.max_running <= 2
+    # the warm-up request put the shared part in the cache; each measured one hits its whole blocks (128 tokens)
+    assert t.prefix_cache_hit_rate == (0.0 if shared == 0 else 0.5)
+    assert t.flags == [], t.flags
+    (series,) = ResultsDir(out).telemetry()
+    assert series.load == point.load and len(series.t_s) == t.samples
+    assert series.columns["prompt_tokens"][-1] - series.columns["prompt_tokens"][0] == t.prompt_tokens
+    assert point.gpu_telemetry is None and "no GPU telemetry" in (point.telemetry_note or "")
+
+
+def test_a_hit_rate_the_workload_did_not_intend_is_flagged(vllm_server: Server, tmp_path: Path):
+    """The same prompts sent twice (one seed, one salt) hit the cache the second time: the point says so."""
+    from validate.workload import PromptMaker
+    from validate.telemetry import summarize as summarize_telemetry
+    from validate.telemetry import PointSampler, Scraper
+    from validate.engines import metric_names
+    import asyncio
+    import httpx
+
+    maker = PromptMaker(Workload(isl=256, osl=2, seed=5), salt=7)
+    prompts = [maker.next().prompt_ids for _ in range(4)]
+
+    async def send_all() -> list:
+        async with httpx.AsyncClient(timeout=120) as http:
+            for ids in prompts:
+                r = await http.post(vllm_server.base_url + "/v1/completions",
+                                    json={"model": SERVED_NAME, "prompt": ids, "max_tokens": 2})
+                r.raise_for_status()
+
+    async def point() -> list:
+        async with PointSampler(Scraper(vllm_server.base_url, metric_names("vllm"))) as sampler:
+            await sampler.start()
+            await send_all()
+        return sampler.samples
+
+    asyncio.run(send_all())  # first time: cached afterwards
+    t = summarize_telemetry(asyncio.run(point()), intended_hit_rate=0.0)
+    # whole blocks only (128 tokens on the CPU build), and never the prompt's last token: 128 of 256 hit
+    assert t is not None and t.prefix_cache_hit_rate == 0.5
+    assert t.flags == ["prefix-cache hit rate 50% (intended 0%)"]

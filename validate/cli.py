@@ -42,6 +42,16 @@ def _positive_seconds(text: str) -> float:
 MAX_TIMEOUT_S = 7 * 24 * 3600.0
 
 
+def _fraction(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not 0.0 <= value < 1.0:
+        raise argparse.ArgumentTypeError(f"expected a fraction in [0, 1) (got {text!r})")
+    return value
+
+
 def _add_load_options(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("workload and load")
     g.add_argument("--isl", type=int, required=True, help="input tokens per request (mean)")
@@ -58,6 +68,9 @@ def _add_load_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--arrivals", choices=["constant", "poisson"], default="constant", help="for rate points")
     g.add_argument("--max-concurrency", type=int, help="cap on requests in flight at rate points")
     g.add_argument("--length-dist", default="fixed", help="fixed | uniform:R | normal:R | file:PATH")
+    g.add_argument("--shared-prefix", type=_fraction, default=0.0, metavar="F",
+                   help="share of each prompt that is one prefix common to the run's requests, so a prefix cache "
+                        "can hit it (default 0: every prompt unique from its first token)")
     g.add_argument("--seed", type=int, default=0)
     g.add_argument("--request-timeout-s", type=_positive_seconds,
                    help="timeout of one request, start to end of its stream (default: from the load: 60 s + the "

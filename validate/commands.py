@@ -33,7 +33,7 @@ def _options(args: argparse.Namespace) -> LoadOptions:
 def _workload(args: argparse.Namespace, model: ModelInfo | None) -> Workload:
     extra = {"vocab_size": model.vocab_size, "special_ids": model.special_ids} if model else {}
     return Workload(isl=args.isl, osl=args.osl, length_dist=parse_length_dist(args.length_dist), seed=args.seed,
-                    **extra)
+                    shared_prefix=args.shared_prefix, **extra)
 
 
 def _check_lengths(workload: Workload, max_model_len: int | None) -> None:
@@ -103,7 +103,8 @@ def run(args: argparse.Namespace) -> int:
             results.write_metadata(metadata)
             reporter.message(f"{args.engine} {facts.version or ''} ready after {engine.ready_after_s:.0f} s")
             target = Target(base_url=config.base_url, model=command.served_model_name, dialect=dialect,
-                            request_timeout_s=args.request_timeout_s, health_path=command.ready_paths[0])
+                            request_timeout_s=args.request_timeout_s, health_path=command.ready_paths[0],
+                            engine=args.engine)
             points = run_profile(target, workload, args.profile, options, results, done, reporter, engine, text_of)
     finally:
         reporter.close()
@@ -168,7 +169,9 @@ def sweep(args: argparse.Namespace) -> int:
     text_of: Callable[[list[int]], str] | None = None
     if args.dialect == "transformers" and model:
         text_of = text_decoder(Path(model.path))
-    target = Target(base_url=base_url, model=args.model, dialect=args.dialect, request_timeout_s=args.request_timeout_s)
+    owner = entry.get("owned_by")
+    target = Target(base_url=base_url, model=args.model, dialect=args.dialect, request_timeout_s=args.request_timeout_s,
+                    engine=owner if isinstance(owner, str) else None)
     reporter = RichReporter()
     try:
         points = run_profile(target, workload, args.profile, options, results, done, reporter, None, text_of)

@@ -93,7 +93,17 @@ def workload_scenario(workload: dict) -> dict:
             out = {}
     if workload.get("arrivals") in ("constant", "poisson"):
         out["arrivals"] = workload["arrivals"]
+    shared = workload.get("shared_prefix")
+    if isinstance(shared, (int, float)) and 0 < shared < 1:
+        out["prefix_hit_rate"] = float(shared)
     return out
+
+
+def measured_hit_rate(p: PointResult) -> float | None:
+    """The prefix-cache hit rate the engine's counters report for the point (None without counters)."""
+    t = p.engine_telemetry
+    rate = t.prefix_cache_hit_rate if t is not None else None
+    return min(max(float(rate), 0.0), 0.99) if rate is not None else None
 
 
 def _argv_scenario(argv: list[str], engine: str, where: Path) -> dict:
@@ -128,7 +138,19 @@ def point_scenario(run: MeasuredRun, p: PointResult, **overrides) -> Scenario:
     osl = int(round(p.osl)) if p.osl else int(run.scenario.get("osl", 0))
     extra = {"num_requests": p.completed + p.failed} if p.load.startswith(("rate", "concurrency")) else {}
     fields = {k: v for k, v in run.scenario.items() if k in Scenario.model_fields}
+    hit = measured_hit_rate(p)  # what the engine served from its cache, whatever the workload meant
+    if hit is not None:
+        extra["prefix_hit_rate"] = hit
     return Scenario(**{**fields, "isl": isl, "osl": osl, "load": p.load, **extra, **overrides})
+
+
+def _telemetry_line(p: PointResult) -> str:
+    parts = [p.engine_telemetry.describe()] if p.engine_telemetry else []
+    g = p.gpu_telemetry
+    if g is not None and g.mean_power_w is not None:
+        parts.append(f"{g.mean_power_w:.0f} W" + (f", {g.joules_per_output_token:.3g} J/output token"
+                                                  if g.joules_per_output_token else ""))
+    return "; ".join(parts)
 
 
 def compare_run(run: MeasuredRun, calibrations: dict[str, Calibration | None]) -> list[dict]:
@@ -147,7 +169,9 @@ def compare_run(run: MeasuredRun, calibrations: dict[str, Calibration | None]) -
             row = {"run": str(run.path), "model": s.model, "gpu": s.gpu, "precision": s.precision, "tp": s.tp,
                    "expert_parallel": s.expert_parallel, "isl": s.isl, "osl": s.osl, "load": p.load, "mode": mode, "calibration": e.calibration,
                    "decode_bound": e.decode_bound, "prefill_bound": e.prefill_bound,
-                   "measured_kv_tokens": run.facts.get("kv_cache_tokens"), "predicted_kv_tokens": e.kv_capacity_tokens}
+                   "measured_kv_tokens": run.facts.get("kv_cache_tokens"), "predicted_kv_tokens": e.kv_capacity_tokens,
+                   "prefix_hit_rate": s.prefix_hit_rate, "telemetry": _telemetry_line(p),
+                   "flags": "; ".join(p.engine_telemetry.flags) if p.engine_telemetry else ""}
             for mk, pk in METRICS.items():
                 meas, pred = getattr(p, mk), getattr(e, pk)
                 row[f"measured_{pk}"] = meas

@@ -145,14 +145,18 @@ def plan(profile: str, options: LoadOptions, done: dict[str, PointResult]) -> It
 
 async def run_point(client: Client, point: LoadPoint, maker: PromptMaker, options: LoadOptions,
                     on_request: Callable[[RequestRecord], None] | None = None,
-                    timeout_s: float | None = None) -> list[RequestRecord]:
+                    timeout_s: float | None = None,
+                    on_start: Callable[[], Awaitable[None]] | None = None) -> list[RequestRecord]:
     """Send one load point's requests (after its warm-up) and return their records. ``timeout_s``: of each
-    request (default: the client's)."""
+    request (default: the client's); ``on_start`` is awaited once the warm-up is over, just before the first
+    measured request."""
     label = point.label
     if options.warmup:
         warm_t0 = time.perf_counter()
         await asyncio.gather(*(client.send(maker.next(), "warmup", warm_t0, timeout_s)
                                for _ in range(options.warmup)))
+    if on_start is not None:
+        await on_start()
     client.max_in_flight = 0
     count = int(point.value or 0) if point.kind == "burst" else options.num_requests
     records: list[RequestRecord] = []

@@ -21,9 +21,12 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from validate.engines.config import EngineFacts
 from validate.errors import ResultsError, one_line
+from validate.gpu_telemetry import GpuTelemetry
+from validate.telemetry import EngineTelemetry, TelemetrySeries
 
 POINTS_FILE = "points.jsonl"
 REQUESTS_FILE = "requests.jsonl"
+TELEMETRY_FILE = "telemetry.jsonl"  # the engine's /metrics series, one line per point (validate.telemetry)
 METADATA_FILE = "metadata.json"
 MAX_JSON_BYTES = 64 * 2**20  # metadata.json, scenario.json, facts.json, excluded.json
 
@@ -97,6 +100,9 @@ class PointResult(BaseModel):
     warmup_requests: Count = 0
     errors: list[str] = Field(default_factory=list, description="up to 5 distinct error strings")
     source: str = "validate"
+    engine_telemetry: EngineTelemetry | None = Field(default=None, description="the engine's own counters (/metrics)")
+    gpu_telemetry: GpuTelemetry | None = Field(default=None, description="power, clocks and energy (NVML)")
+    telemetry_note: str | None = Field(default=None, description="why a telemetry part is absent")
 
 
 class RunMetadata(BaseModel):
@@ -245,7 +251,8 @@ class ResultsDir:
     def drop_torn_lines(self) -> list[str]:
         """Remove a torn last line from points.jsonl and requests.jsonl; one warning line per file cut."""
         warnings = []
-        for name, model in ((POINTS_FILE, PointResult), (REQUESTS_FILE, RequestRecord)):
+        for name, model in ((POINTS_FILE, PointResult), (REQUESTS_FILE, RequestRecord),
+                            (TELEMETRY_FILE, TelemetrySeries)):
             path = self.path / name
             good, torn = _jsonl(path, model)
             if torn is not None:
@@ -267,13 +274,21 @@ class ResultsDir:
     def append_requests(self, records: list[RequestRecord]) -> None:
         _fsync_append(self.path / REQUESTS_FILE, [r.model_dump_json() for r in records])
 
+    def append_telemetry(self, series: TelemetrySeries) -> None:
+        _fsync_append(self.path / TELEMETRY_FILE, [series.model_dump_json()])
+
+    def telemetry(self) -> list[TelemetrySeries]:
+        """Stored /metrics series, one per point; a torn last line is skipped."""
+        return [t for _, t in _jsonl(self.path / TELEMETRY_FILE, TelemetrySeries)[0]]
+
     def drop_orphan_requests(self, kept_loads: set[str]) -> None:
-        """Remove requests of points that never reached points.jsonl (a run killed in between)."""
-        path = self.path / REQUESTS_FILE
-        good, torn = _jsonl(path, RequestRecord)
-        kept = [line for line, r in good if r.load in kept_loads]
-        if len(kept) != len(good) or torn is not None:
-            _replace(path, kept)
+        """Remove requests and telemetry of points that never reached points.jsonl (a run killed in between)."""
+        for name, model in ((REQUESTS_FILE, RequestRecord), (TELEMETRY_FILE, TelemetrySeries)):
+            path = self.path / name
+            good, torn = _jsonl(path, model)
+            kept = [line for line, r in good if r.load in kept_loads]
+            if len(kept) != len(good) or torn is not None:
+                _replace(path, kept)
 
     def read_metadata(self) -> RunMetadata | None:
         path = self.path / METADATA_FILE

@@ -7,6 +7,10 @@ it is gone the run stops with ServerLostError and that point is not stored, so a
 point that completed none of its requests while the server still answered is stored (it says what
 failed) but is not done: a resume drops it, with a warning, and measures it again.
 
+Each point also records the engine's own counters from its /metrics (validate.telemetry: a summary in the point,
+the series in telemetry.jsonl, written before the point so a stored point always has its series) and, on a GPU
+machine, power and energy (validate.gpu_telemetry).
+
 Requests time out after ``--request-timeout-s``; by default a time derived from the point's load
 (profiles.request_timeout_s), so one hung request holds a sync point about a minute, not half an hour.
 """
@@ -14,6 +18,7 @@ Requests time out after ``--request-timeout-s``; by default a time derived from 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import sys
 from collections.abc import Callable
 
@@ -21,15 +26,19 @@ import httpx
 from pydantic import BaseModel, ConfigDict
 
 from validate.client import Client
+from validate.engines import metric_names
 from validate.engines.launcher import EngineProcess
 from validate.errors import ResultsError, ServerLostError
+from validate.gpu_telemetry import GpuSampler, open_reader
 from validate.metrics import summarize
+from validate.telemetry import PointSampler, Scraper, TelemetrySeries
+from validate.telemetry import summarize as summarize_telemetry
 from validate.profiles import LoadOptions, LoadPoint, plan, request_timeout_s, run_point
 from validate.progress import Reporter
 from validate.results import PointResult, ResultsDir, RunMetadata
 from validate.workload import PromptMaker, Workload
 
-RESUME_KEYS = ("isl", "osl", "length_dist")
+RESUME_KEYS = ("isl", "osl", "length_dist", "shared_prefix")
 
 
 class Target(BaseModel):
@@ -42,6 +51,8 @@ class Target(BaseModel):
     dialect: str = "openai"
     request_timeout_s: float | None = None  # None: derived from each point's load (profiles.request_timeout_s)
     health_path: str = "/v1/models"
+    engine: str | None = None  # names its /metrics (validate/engines/<engine>.py METRICS); None: any engine's
+    telemetry_interval_s: float = 1.0
 
 
 def _warn(text: str) -> None:
@@ -114,6 +125,9 @@ def run_profile(target: Target, workload: Workload, profile: str, options: LoadO
     reporter = reporter or Reporter()
     maker = PromptMaker(workload)
     finished: list[PointResult] = []
+    scraper = Scraper(target.base_url, {} if target.dialect == "transformers" else metric_names(target.engine),
+                      target.telemetry_interval_s)
+    gpu_reader, gpu_how = open_reader()
 
     async def main() -> None:
         async with Client(target.base_url, target.model, target.dialect, target.request_timeout_s or 60.0,
@@ -129,12 +143,24 @@ def run_profile(target: Target, workload: Workload, profile: str, options: LoadO
         total = int(point.value or 0) if point.kind == "burst" else options.num_requests
         reporter.point_started(point.label, None if options.duration_s and point.kind != "burst" else total)
         timeout_s = target.request_timeout_s or request_timeout_s(point, options, maker.max_total_tokens())
-        records = await run_point(client, point, maker, options, reporter.request_done, timeout_s)
+        async with PointSampler(scraper) as sampler:
+            with GpuSampler(gpu_reader) if gpu_reader is not None else contextlib.nullcontext() as gpu:
+                records = await run_point(client, point, maker, options, reporter.request_done, timeout_s,
+                                          on_start=sampler.start)
         summary = summarize(point.label, records, client.max_in_flight,
                             point.value if point.kind == "rate" else None, options.warmup)
         if summary.failed and not await _server_alive(target, engine):
             raise ServerLostError(_lost(target, engine, summary, results, len(done)))
+        summary.engine_telemetry = summarize_telemetry(sampler.samples, maker.intended_hit_rate())
+        notes = [] if summary.engine_telemetry else [f"no engine counters ({scraper.url} gave none)"]
+        if gpu is not None:
+            summary.gpu_telemetry = gpu.summary(summary.duration_s, summary.total_output_tokens, summary.completed)
+        else:
+            notes.append(gpu_how)
+        summary.telemetry_note = "; ".join(notes) or None
         results.append_requests(records)
+        if summary.engine_telemetry:
+            results.append_telemetry(TelemetrySeries.of(point.label, sampler.samples))
         results.append_point(summary)
         done[point.label] = summary
         reporter.point_done(summary)

@@ -2,7 +2,10 @@
 
 Prompts are seeded random token ids that avoid the model's special ids. Each starts with a unique
 prefix (a per-run salt token, then the request number in base len(allowed ids)), so no two requests
-share a first KV block and prefix caching never helps. Lengths are fixed, uniform in
+share a first KV block and prefix caching never helps. With ``shared_prefix`` F > 0 the first
+round(F x isl) tokens of every prompt are one prefix common to the run (salted too, so another run on
+the same server does not hit it), followed by the unique prefix and the body: a prefix cache can then
+serve about F of the prompt tokens (whole KV blocks only). Lengths are fixed, uniform in
 [L(1-r), L(1+r)] (vLLM's --random-range-ratio), normal with stdev r*L, or drawn from a file of
 (input, output) pairs.
 """
@@ -86,11 +89,16 @@ class Workload(BaseModel):
     osl: int = Field(gt=0, description="mean output tokens")
     length_dist: LengthDist = LengthDist()
     seed: int = 0
+    shared_prefix: float = Field(default=0.0, ge=0.0, lt=1.0, description="share of each prompt common to all")
     vocab_size: int = UNKNOWN_VOCAB_SIZE
     special_ids: list[int] = Field(default_factory=lambda: list(range(UNKNOWN_VOCAB_RESERVED)))
 
     def describe(self) -> dict[str, object]:
-        return {"isl": self.isl, "osl": self.osl, "length_dist": str(self.length_dist), "seed": self.seed}
+        out: dict[str, object] = {"isl": self.isl, "osl": self.osl, "length_dist": str(self.length_dist),
+                                  "seed": self.seed}
+        if self.shared_prefix:  # only when set, so folders written before the option resume unchanged
+            out["shared_prefix"] = self.shared_prefix
+        return out
 
 
 def _spread(rng: np.random.Generator, mean: int, dist: LengthDist, n: int) -> np.ndarray:
@@ -122,6 +130,21 @@ class PromptMaker:
         self.salt = int.from_bytes(os.urandom(4), "little") if salt is None else salt
         self.pairs = read_length_pairs(workload.length_dist.path) if workload.length_dist.path else None
         self.count = 0
+        self.shared = self._shared_prefix()
+
+    def _shared_prefix(self) -> list[int]:
+        """The run's common prefix: the salt token, then tokens drawn from the salt (not from the lengths' rng,
+        so the lengths and bodies are those of the same seed without a shared prefix)."""
+        n = int(round(self.workload.shared_prefix * self.workload.isl))
+        if n == 0:
+            return []
+        rng = np.random.default_rng([self.workload.seed, self.salt])
+        body = self.allowed[rng.integers(len(self.allowed), size=n - 1)].tolist()
+        return [int(self.allowed[self.salt % len(self.allowed)])] + body
+
+    def intended_hit_rate(self) -> float:
+        """Share of prompt tokens a prefix cache can serve: the common prefix over the mean prompt."""
+        return len(self.shared) / self.workload.isl
 
     def lengths(self) -> tuple[int, int]:
         w = self.workload
@@ -138,7 +161,7 @@ class PromptMaker:
         index, self.count = self.count, self.count + 1
         isl, osl = self.lengths()
         body = self.allowed[self.rng.integers(len(self.allowed), size=max(isl - PREFIX_TOKENS, 0))]
-        ids = (self.prefix(index) + body.tolist())[:isl]
+        ids = (self.shared[:max(isl - PREFIX_TOKENS, 0)] + self.prefix(index) + body.tolist())[:isl]
         return RequestSpec(index=index, prompt_ids=ids, output_tokens=osl)
 
     def max_total_tokens(self) -> int:

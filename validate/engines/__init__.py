@@ -54,6 +54,18 @@ def installed_version(command: EngineCommand) -> str | None:
     return result.stdout.strip() or None if result.returncode == 0 else None
 
 
+def metric_names(engine: str | None) -> dict[str, tuple[str, ...]]:
+    """The engine's Prometheus names per telemetry quantity (its adapter's METRICS); for a server whose engine is
+    not known (attach mode), every adapter's names (they are prefixed per engine, so they do not collide)."""
+    if engine in engine_names():
+        return dict(getattr(adapter(engine), "METRICS", {}))
+    merged: dict[str, tuple[str, ...]] = {}
+    for name in engine_names():
+        for quantity, names in getattr(adapter(name), "METRICS", {}).items():
+            merged[quantity] = merged.get(quantity, ()) + tuple(names)
+    return merged
+
+
 def dialect(engine: str) -> str:
     """How the client words a request for this engine: 'openai' (token-id prompts) or 'transformers'."""
     return getattr(adapter(engine), "DIALECT", "openai")

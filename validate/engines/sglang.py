@@ -12,13 +12,28 @@ from validate.engines.logparse import search
 
 NAME = "sglang"  # its model half and flag table: capacity/engines/sglang.py
 PYTHON_ENV = "LLMCAP_SGLANG_PYTHON"
+# Its Prometheus /metrics (needs --enable-metrics, which build_command adds), per quantity of validate.telemetry
+# (SGLang 0.5). Every prompt token is a prefix-cache query, so the queries are the prompt-token counter and the hits
+# its cached-token counter; preemptions are retractions (the counter, not the num_retracted_reqs gauge of the last
+# batch); token usage is the share of the KV cache in use.
+METRICS = {
+    "prompt_tokens": ("sglang:prompt_tokens",),
+    "generation_tokens": ("sglang:generation_tokens",),
+    "prefix_cache_queries": ("sglang:prompt_tokens",),
+    "prefix_cache_hits": ("sglang:cached_tokens",),
+    "preemptions": ("sglang:num_retracted_requests",),
+    "requests_finished": ("sglang:num_requests",),
+    "running": ("sglang:num_running_reqs",),
+    "waiting": ("sglang:num_queue_reqs",),
+    "kv_usage": ("sglang:token_usage",),
+}
 
 
 def build_command(config: EngineConfig, workdir: Path | None = None) -> EngineCommand:
     python = engine_python(config, PYTHON_ENV)
     argv = [python, "-m", "sglang.launch_server", "--model-path", config.model_dir,
             "--served-model-name", config.served_model_name, "--load-format", config.load_format,
-            "--host", HOST, "--port", str(config.port)]
+            "--host", HOST, "--port", str(config.port), "--enable-metrics"]
     argv += engine_flags(NAME, config)
     return EngineCommand(argv=argv + config.extra_args, version_argv=package_version_argv(python, 'sglang'),
                          served_model_name=config.served_model_name,

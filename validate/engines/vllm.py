@@ -16,6 +16,22 @@ from validate.engines.logparse import GiB, number, search
 
 NAME = "vllm"  # its model half and flag table: capacity/engines/vllm.py
 PYTHON_ENV = "LLMCAP_VLLM_PYTHON"
+# Its Prometheus /metrics (vLLM v1, 0.10-0.32; counters carry a _total suffix), per quantity of validate.telemetry;
+# older names after the newer ones.
+METRICS = {
+    "prompt_tokens": ("vllm:prompt_tokens",),
+    "generation_tokens": ("vllm:generation_tokens",),
+    "prefix_cache_queries": ("vllm:prefix_cache_queries", "vllm:gpu_prefix_cache_queries"),
+    "prefix_cache_hits": ("vllm:prefix_cache_hits", "vllm:gpu_prefix_cache_hits"),
+    "preemptions": ("vllm:num_preemptions",),
+    "spec_drafts": ("vllm:spec_decode_num_drafts",),
+    "spec_draft_tokens": ("vllm:spec_decode_num_draft_tokens",),
+    "spec_accepted_tokens": ("vllm:spec_decode_num_accepted_tokens",),
+    "requests_finished": ("vllm:request_success",),
+    "running": ("vllm:num_requests_running",),
+    "waiting": ("vllm:num_requests_waiting",),
+    "kv_usage": ("vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc"),
+}
 
 
 def build_command(config: EngineConfig, workdir: Path | None = None) -> EngineCommand:

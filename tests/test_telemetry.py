@@ -1,0 +1,70 @@
+"""The /metrics reader and the per-point summary, on text pages shaped like vLLM's and SGLang's (the live
+servers are read in test_validate_vllm.py; SGLang cannot run on this CPU machine, so its page is written here)."""
+
+from __future__ import annotations
+
+import pytest
+
+from validate.engines import metric_names
+from validate.telemetry import Sample, TelemetrySeries, parse_prometheus, summarize
+
+VLLM_PAGE = """# HELP vllm:num_requests_running Number of requests in model execution batches.
+# TYPE vllm:num_requests_running gauge
+vllm:num_requests_running{engine="0",model_name="m"} 3.0
+vllm:num_requests_running{engine="1",model_name="m"} 2.0
+vllm:num_requests_waiting{engine="0",model_name="m"} 7.0
+vllm:kv_cache_usage_perc{engine="0",model_name="m"} 0.5
+vllm:kv_cache_usage_perc{engine="1",model_name="m"} 1.0
+vllm:prefix_cache_queries_total{engine="0",model_name="m"} 1000.0
+vllm:prefix_cache_hits_total{engine="0",model_name="m"} 250.0
+vllm:num_preemptions_total{engine="0",model_name="m"} 4.0
+vllm:prompt_tokens_total{engine="0",model_name="m"} 1000.0
+vllm:request_success_total{engine="0",finished_reason="length",model_name="m"} 9.0
+vllm:request_success_total{engine="0",finished_reason="stop",model_name="m"} 1.0
+vllm:time_to_first_token_seconds_bucket{engine="0",le="0.1",model_name="m"} 3.0
+vllm:time_to_first_token_seconds_sum{engine="0",model_name="m"} 0.7
+vllm:generation_tokens_total{engine="0",model_name="m"} NaN
+"""
+
+
+def test_vllm_page():
+    values = parse_prometheus(VLLM_PAGE, metric_names("vllm"))
+    assert values["running"] == 5 and values["waiting"] == 7  # summed over engine cores
+    assert values["kv_usage"] == 0.75  # a share: averaged
+    assert values["prefix_cache_hits"] == 250 and values["preemptions"] == 4 and values["requests_finished"] == 10
+    assert "generation_tokens" not in values  # NaN is not a value
+
+
+def test_sglang_page_hit_rate_from_cached_and_prompt_tokens():
+    page = ('sglang:prompt_tokens_total{model_name="m"} 800\nsglang:cached_tokens_total{model_name="m"} 200\n'
+            'sglang:num_retracted_requests_total{model_name="m"} 2\nsglang:num_retracted_reqs{pid="1"} 1\n'
+            'sglang:num_running_reqs{model_name="m"} 12\nsglang:token_usage{model_name="m"} 0.4\n')
+    before = parse_prometheus(page.replace("800", "0").replace(" 200", " 0").replace("} 2\n", "} 0\n"),
+                              metric_names("sglang"))
+    after = parse_prometheus(page, metric_names("sglang"))
+    t = summarize([Sample(t_s=-0.01, values=before), Sample(t_s=1, values=after)], intended_hit_rate=0.25)
+    assert t is not None and t.prefix_cache_hit_rate == 0.25 and t.preemptions == 2 and t.flags == []
+
+
+def test_attach_mode_reads_any_engine():
+    names = metric_names(None)
+    assert "vllm:num_requests_running" in names["running"] and "sglang:num_running_reqs" in names["running"]
+
+
+def test_summary_gauges_and_flags():
+    def s(t, **v):
+        return Sample(t_s=t, values=v)
+    samples = [s(0, prefix_cache_queries=0, prefix_cache_hits=0, preemptions=1, running=0, kv_usage=0.0),
+               s(1, running=4, kv_usage=0.995), s(2, running=8, kv_usage=1.0), s(3, running=2, kv_usage=0.3),
+               s(4, prefix_cache_queries=1000, prefix_cache_hits=410, preemptions=141, running=0, kv_usage=0.0)]
+    t = summarize(samples, intended_hit_rate=0.0)
+    assert t.preemptions == 140 and t.max_running == 8 and t.mean_running == pytest.approx(14 / 3)
+    assert t.kv_full_fraction == pytest.approx(2 / 3) and t.max_kv_usage == 1.0
+    assert t.flags == ["prefix-cache hit rate 41% (intended 0%)"]
+    assert "140 preemptions" in t.describe() and "KV full for 67% of the point" in t.describe()
+    series = TelemetrySeries.of("c4", samples)
+    assert series.columns["running"] == [0, 4, 8, 2, 0] and series.columns["prefix_cache_hits"][1] is None
+
+
+def test_no_metrics_no_summary():
+    assert summarize([Sample(t_s=0, values={}), Sample(t_s=1, values={})]) is None
