@@ -300,3 +300,15 @@ def test_the_app_reads_uploaded_reports_of_the_new_tools(tmp_path):
              ("profile_export_genai_perf.json", GENAI_PERF.read_bytes())]
     runs, errors = runs_from_uploads(files, {"gpu": "h200-sxm", "model": "Qwen/Qwen3-8B"})
     assert errors == [] and len(runs) == 3
+
+
+def test_an_imported_aiperf_run_is_compared_once_gpu_and_model_are_named(tmp_path):
+    out = tmp_path / "aiperf"
+    code, _ = cli(["import", str(AIPERF_NEW), "--out", str(out), "--gpu", "h200-sxm", "--model", "Qwen/Qwen3-8B"])
+    meta = ResultsDir(out).read_metadata()
+    assert code == 0 and (meta.gpu_id, meta.model_id) == ("h200-sxm", "Qwen/Qwen3-8B")
+    from validate.compare import compare_dirs
+
+    df = compare_dirs([out])
+    row = df[df["mode"] == "calibrated"].iloc[0]
+    assert row["load"] == "concurrency:2" and row["measured_ttft_s"] == pytest.approx(0.15426432382291665)

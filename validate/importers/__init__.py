@@ -28,6 +28,12 @@ KNOWN = ("a `vllm bench serve --save-result` file, a guidellm report, an AIPerf 
          "Benchmark Report or InferenceX rows")
 
 
+def _commented_lines(data: bytes) -> bool:
+    """'#' header lines, then JSON objects (InferenceX raw files of the public corpus)."""
+    lines = [line.strip() for line in data.splitlines() if line.strip()]
+    return bool(lines) and lines[0].startswith(b"#") and any(line.startswith(b"{") for line in lines[:50])
+
+
 def _one_object_per_line(data: bytes) -> bool:
     first = data.strip().split(b"\n", 1)[0]
     try:
@@ -54,7 +60,7 @@ def import_runs(path: Path, argv: list[str]) -> list[ImportedRun]:
     data = read_bytes(path)
     if path.suffix in (".yaml", ".yml"):
         raw = load_yaml(path, data)
-    elif path.suffix == ".jsonl" or data.lstrip().startswith(b"#"):
+    elif path.suffix == ".jsonl" or _commented_lines(data):
         return _lines(path, data, argv)
     else:
         try:
@@ -114,6 +120,7 @@ def import_files(paths: list[Path], argv: list[str]) -> tuple[list[ImportedRun],
             seen[point.load] = path
         merged.points += run.points
         merged.requests += run.requests
+        merged.warnings += run.warnings
     sources = [str(p) for p in paths]
     merged.metadata.workload["imported_from"] = sources
     return [merged], warnings

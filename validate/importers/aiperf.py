@@ -180,7 +180,8 @@ def import_summary(raw: dict[str, Any], path: Path, argv: list[str]) -> Imported
     output_rate = _avg(m.output_token_throughput) or 0.0
     itl = m.inter_chunk_latency or m.inter_token_latency
     point = make_point(
-        str(path), load=load, completed=completed, failed=whole(_avg(m.error_request_count), where) or 0,
+        str(path), load=load, completed=completed,
+        failed=whole(_avg(m.error_request_count), where + "error_request_count.avg") or 0,
         duration_s=duration, requests_per_s=rps, output_tokens_per_s=output_rate,
         total_tokens_per_s=_avg(m.total_token_throughput) or output_rate + (input_rate or 0.0),
         input_tokens_per_s=input_rate, **_stats(m.time_to_first_token or m.ttft, "ttft_s"),
