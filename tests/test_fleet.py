@@ -287,3 +287,18 @@ def test_without_ray_one_line_and_the_rest_works(tmp_path):
                                                       "'llm-capacity[fleet]' (or pip install ray)")
     assert run("fleet", str(REPO / "examples" / "fleet-cpu.toml"), "--dry-run").returncode == 0
     assert run("run", "--help").returncode == 0
+
+
+def test_kuberay_manifest_declares_the_plans_gpu_kinds():
+    """The manifest is not applied here (no cluster); this checks it parses and matches the H200 plan's resources."""
+    yaml = pytest.importorskip("yaml")
+    docs = list(yaml.safe_load_all((REPO / "examples" / "kuberay-raycluster.yaml").read_text()))
+    cluster = next(d for d in docs if d["kind"] == "RayCluster")
+    declared = {}
+    for group in cluster["spec"]["workerGroupSpecs"]:
+        resources = json.loads(group["rayStartParams"]["resources"].strip('"').replace('\\"', '"'))
+        gpus = group["template"]["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"]
+        declared.update({kind: (count, gpus) for kind, count in resources.items()})
+    plan = load_plan(REPO / "examples" / "fleet-h200.toml")
+    assert set(declared) == set(plan.gpu_resources.values())
+    assert all(count == gpus for count, gpus in declared.values())  # one custom resource per GPU of the kind
