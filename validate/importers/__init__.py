@@ -15,7 +15,7 @@ import json
 from pathlib import Path
 
 from validate.errors import ImportFormatError
-from validate.importers import aiperf, benchmark_report, genai_perf, guidellm, inferencex, vllm_bench
+from validate.importers import aiperf, aiperf_records, benchmark_report, genai_perf, guidellm, inferencex, vllm_bench
 from validate.importers.common import ImportedRun, load_json, load_jsonl, load_yaml, read_bytes
 from validate.importers.guidellm import GuidellmReport, guidellm_load_label, import_guidellm
 from validate.importers.vllm_bench import VllmBenchFile, import_vllm_bench, summarize_fields, vllm_load_label
@@ -47,8 +47,8 @@ def _lines(path: Path, data: bytes, argv: list[str]) -> list[ImportedRun]:
     if not lines:
         raise ImportFormatError(f"{path}: holds no JSON lines")
     first = lines[0][1]
-    if aiperf.is_aiperf_record(first):
-        return [aiperf.import_records(lines, path, argv)]
+    if aiperf_records.is_aiperf_record(first):
+        return [aiperf_records.import_records(lines, path, argv)]
     if inferencex.is_inferencex(first):
         return inferencex.import_inferencex(path, data.decode("utf-8"), argv)
     raise ImportFormatError(f"{path}:{lines[0][0]}: neither an AIPerf record (metadata, metrics) nor an InferenceX "
