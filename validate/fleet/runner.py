@@ -22,7 +22,7 @@ from validate.errors import UsageError, one_line
 from validate.fleet.plan import Job, load_options
 from validate.fleet.progress import FleetView
 from validate.fleet.store import FleetIndex, IndexRecord, count_points
-from validate.fleet.worker import AttemptResult, AttemptSpec, run_attempt
+from validate.fleet.worker import AttemptResult, AttemptSpec, log_tail, run_attempt
 from validate.profiles import LoadOptions
 from validate.results import ResultsDir
 from validate.runner import pending_points
@@ -142,7 +142,6 @@ class Fleet:
             error = f"{result.error_type}: {result.error}" if result.error_type else result.error
             kind, tail, elapsed = result.error_type, result.log_tail, result.elapsed_s
         else:
-            from validate.fleet.worker import log_tail
             error, kind, elapsed = f"Ray worker lost: {crash}", None, None
             tail = log_tail(self.index.log_path(job.job_id, attempt))
         usage = kind == "EngineStartError" and USAGE_EXIT in (error or "")
