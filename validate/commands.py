@@ -1,4 +1,5 @@
-"""The three commands behind the CLI: run (launch + sweep), sweep (attach), import."""
+"""The two measuring commands behind the CLI: run (launch + sweep) and sweep (attach); import and export live in
+validate.importers.cli and validate.export."""
 
 from __future__ import annotations
 
@@ -13,7 +14,6 @@ from validate import __version__, engines, environment
 from validate.engines.config import EngineConfig
 from validate.engines.launcher import EngineProcess, free_port
 from validate.errors import PointFailedError, UsageError
-from validate.importers import import_file
 from validate.modeldir import ModelInfo, config_info, prepare_model_dir, text_decoder
 from validate.profiles import LoadOptions, parse_profile
 from validate.progress import RichReporter, summary_table
@@ -179,14 +179,3 @@ def sweep(args: argparse.Namespace) -> int:
         reporter.close()
     return _finish(results, points)
 
-
-def import_report(args: argparse.Namespace) -> int:
-    points, requests, metadata = import_file(Path(args.file), args.argv)
-    results = ResultsDir(args.out)
-    if results.points():
-        raise UsageError(f"{results.path} already holds points; import into an empty folder")
-    results.append_requests(requests)
-    for point in points:
-        results.append_point(point)
-    results.write_metadata(metadata)
-    return _finish(results, points, measured=False)
