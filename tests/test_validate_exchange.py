@@ -312,3 +312,23 @@ def test_an_imported_aiperf_run_is_compared_once_gpu_and_model_are_named(tmp_pat
     df = compare_dirs([out])
     row = df[df["mode"] == "calibrated"].iloc[0]
     assert row["load"] == "concurrency:2" and row["measured_ttft_s"] == pytest.approx(0.15426432382291665)
+
+
+def test_export_summarizes_the_telemetry_series_while_the_point_ran(tmp_path):
+    folder = ResultsDir(tmp_path / "run")
+    folder.write_metadata(RunMetadata(validate_command=["validate"], started_at="2026-01-01T00:00:00+00:00", host="h",
+                                      model_id="m", workload={"isl": 64, "osl": 16}))
+    folder.append_point(PointResult(load="concurrency:4", completed=8, failed=0, duration_s=3.0, requests_per_s=2.0,
+                                    output_tokens_per_s=32.0, total_tokens_per_s=160.0, mean_ttft_s=0.05))
+    series = {"load": "concurrency:4", "t_s": [-1.0, 0.0, 1.0, 2.0, 3.0, 4.0],
+              "columns": {"kv_usage": [0.0, 0.1, 0.5, 0.9, None, 0.0], "running": [0, 4, 4, 4, 2, 0]}}
+    (folder.path / "telemetry.jsonl").write_text(json.dumps(series) + "\n")
+    out = tmp_path / "report.json"
+    assert cli(["export", str(folder.path), "--format", "benchmark-report", "--out", str(out)])[0] == 0
+    report = json.loads(out.read_text())
+    _valid(report)
+    component = report["results"]["observability"]["components"][0]
+    kv, running = component["aggregate"]["kv_cache_usage"], component["aggregate"]["running_requests"]
+    assert (kv["units"], kv["mean"], kv["max"]) == ("percent", pytest.approx(50.0), pytest.approx(90.0))  # 0 <= t <= 3 s
+    assert (running["mean"], running["min"]) == (3.5, 2.0)
+    assert component["raw_data_path"] == str(folder.path / "telemetry.jsonl")

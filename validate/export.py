@@ -6,7 +6,7 @@ point as llm-d-benchmark writes them: FILE itself for a single point, else FILE'
 before its suffix. Stack (the engine, model, accelerator and argv), load (the standardized workload, and
 this package's exact point under ``native.config`` so ``validate import`` reads it back unchanged), the
 aggregates in seconds and per-second rates, and observability from the point's engine and GPU telemetry
-where it has some. csv / parquet: one row per point of every folder, every field of the point (nested ones
+and its telemetry.jsonl series (KV-cache usage, running and waiting requests while it ran) where it has them. csv / parquet: one row per point of every folder, every field of the point (nested ones
 flattened as ``parent_child``, lists as JSON) beside the run's metadata as ``run_*`` columns. parquet needs
 pyarrow.
 """
@@ -122,7 +122,28 @@ def _load_standardized(point: PointResult, index: int, metadata: RunMetadata) ->
     return out
 
 
-def _observability(point: PointResult) -> dict[str, Any] | None:
+SERIES = (("kv_usage", "kv_cache_usage", "percent", 100.0), ("running", "running_requests", "count", 1.0),
+          ("waiting", "waiting_requests", "count", 1.0))  # telemetry.jsonl gauges -> llm-d ResourceMetrics
+
+
+def _series_statistics(series: Any, duration_s: float) -> dict[str, Any]:
+    """Gauge statistics over the samples taken during the point (0 <= t <= its duration)."""
+    import numpy as np
+
+    during = [i for i, t in enumerate(series.t_s) if 0.0 <= t <= duration_s]
+    out = {}
+    for column, name, units, scale in SERIES:
+        column_values = series.columns.get(column) or []
+        values = [column_values[i] for i in during if i < len(column_values) and column_values[i] is not None]
+        if values:
+            a = np.asarray(values, dtype=float) * scale
+            p50, p90, p99 = np.percentile(a, [50, 90, 99])
+            out[name] = {"units": units, "mean": float(a.mean()), "min": float(a.min()), "p50": float(p50),
+                         "p90": float(p90), "p99": float(p99), "max": float(a.max())}
+    return out
+
+
+def _observability(point: PointResult, series: Any = None, raw_path: str | None = None) -> dict[str, Any] | None:
     dump = point.model_dump()
     engine, gpu = dump.get("engine_telemetry") or {}, dump.get("gpu_telemetry") or {}
     aggregate: dict[str, Any] = {}
@@ -141,7 +162,14 @@ def _observability(point: PointResult) -> dict[str, Any] | None:
                                           **({"max": gpu["max_power_w"]} if gpu.get("max_power_w") is not None else {})}
     if gpu.get("mean_utilization") is not None:
         aggregate["gpu_utilization"] = {"units": "percent", "mean": 100 * gpu["mean_utilization"]}
-    return {"components": [{"component_label": "engine-0", "aggregate": aggregate}]} if aggregate else None
+    if series is not None:
+        aggregate.update(_series_statistics(series, point.duration_s))  # the samples say more than the summary
+    if not aggregate:
+        return None
+    component: dict[str, Any] = {"component_label": "engine-0", "aggregate": aggregate}
+    if series is not None and raw_path:
+        component["raw_data_path"] = raw_path
+    return {"components": [component]}
 
 
 def _start(metadata: RunMetadata) -> str | None:
@@ -152,8 +180,10 @@ def _start(metadata: RunMetadata) -> str | None:
     return metadata.started_at
 
 
-def benchmark_report(point: PointResult, index: int, metadata: RunMetadata) -> dict[str, Any]:
-    """One point as an llm-d Benchmark Report v0.2.1 (a plain dict, ready for JSON)."""
+def benchmark_report(point: PointResult, index: int, metadata: RunMetadata, series: Any = None,
+                     raw_path: str | None = None) -> dict[str, Any]:
+    """One point as an llm-d Benchmark Report v0.2.1 (a plain dict, ready for JSON); ``series`` is the point's
+    line of telemetry.jsonl (validate.telemetry.TelemetrySeries), stored at ``raw_path``."""
     argv = list(metadata.engine_argv)
     tp = _flag(argv, TP_FLAGS)
     tp_size = int(tp) if tp and tp.isdigit() and int(tp) > 0 else 1
@@ -189,7 +219,7 @@ def benchmark_report(point: PointResult, index: int, metadata: RunMetadata) -> d
     time = {"start": _start(metadata), "duration": f"PT{point.duration_s:.6f}S"}
     results: dict[str, Any] = {"request_performance": {"aggregate": {
         "requests": requests, "latency": latency, "throughput": throughput}}}
-    observability = _observability(point)
+    observability = _observability(point, series, raw_path)
     if observability:
         results["observability"] = observability
     return {"version": REPORT_VERSION,
@@ -211,7 +241,10 @@ def write_benchmark_reports(dirs: list[str], out: Path) -> list[Path]:
     reports = []
     for d in dirs:
         points, metadata = _run(d)
-        reports += [benchmark_report(p, i, metadata) for i, p in enumerate(points)]
+        folder = ResultsDir(d)
+        series = {s.load: s for s in folder.telemetry()} if hasattr(folder, "telemetry") else {}
+        raw = str(folder.path / "telemetry.jsonl")
+        reports += [benchmark_report(p, i, metadata, series.get(p.load), raw) for i, p in enumerate(points)]
     if not reports:
         raise ResultsError(f"{', '.join(dirs)}: no points to export")
     paths = report_paths(out, len(reports))
