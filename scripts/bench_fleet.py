@@ -15,7 +15,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from validate.fleet.plan import FleetPlan, expand
+from validate.fleet.jobs import expand
+from validate.fleet.plan import FleetPlan
 
 REPO = Path(__file__).resolve().parents[1]
 STUB = REPO / "tests" / "assets" / "stub-engine" / "python"

@@ -22,7 +22,8 @@ import pytest
 
 from validate.cli import main
 from validate.fleet.guided import candidates, grid, pick, scores
-from validate.fleet.plan import expand, load_plan
+from validate.fleet.jobs import expand
+from validate.fleet.plan import load_plan
 from validate.fleet.store import FleetIndex
 
 REPO = Path(__file__).resolve().parents[1]

@@ -1,6 +1,7 @@
 """``validate fleet``: many engine configurations measured at once on a Ray cluster (docs/fleet.md).
 
-plan.py     the plan file (axes, exclusions, load) and its expansion into jobs with stable ids
+plan.py     the plan file: axes, exclusions, the load, resources
+jobs.py     its expansion into jobs with stable ids and their `validate run` commands
 guided.py   --guided K: the K loads per job where the capacity model is least sure
 store.py    the fleet folder: fleet.jsonl (one line per state change), jobs/<id>/ as `validate run` writes them
 worker.py   one attempt of one job on a Ray worker: `validate run` as a child process

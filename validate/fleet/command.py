@@ -13,7 +13,8 @@ from rich.console import Console
 from rich.table import Table
 
 from validate.errors import UsageError
-from validate.fleet.plan import FleetPlan, Job, expand, load_options, load_plan
+from validate.fleet.jobs import Job, expand, load_options
+from validate.fleet.plan import FleetPlan, load_plan
 
 
 def _at_least(minimum: int):

@@ -23,7 +23,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from validate.fleet.plan import KV_PRECISIONS, FleetPlan, Job, PlanError
+from validate.fleet.jobs import Job
+from validate.fleet.plan import KV_PRECISIONS, FleetPlan, PlanError
 from validate.profiles import parse_profile
 
 SIGMA = math.log(2.0)

@@ -15,7 +15,7 @@ from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
-from validate.fleet.plan import Job
+from validate.fleet.jobs import Job
 
 
 def clock(seconds: float | None) -> str:

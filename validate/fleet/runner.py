@@ -13,13 +13,12 @@ A job is finished when its folder holds every point of its profile: a rerun skip
 
 from __future__ import annotations
 
-import time
 from collections import deque
 from pathlib import Path
 from typing import Any
 
 from validate.errors import UsageError, one_line
-from validate.fleet.plan import Job, load_options
+from validate.fleet.jobs import Job
 from validate.fleet.progress import FleetView
 from validate.fleet.store import FleetIndex, IndexRecord, count_points
 from validate.fleet.worker import AttemptResult, AttemptSpec, log_tail, run_attempt
