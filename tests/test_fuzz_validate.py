@@ -7,7 +7,7 @@
   per-request lists of unequal length, then sometimes truncated, byte-flipped or nested thousands deep.
 - The results readers (points.jsonl, requests.jsonl, metadata.json, scenario.json, facts.json: what a
   resume and `validate compare` read) on mutated copies of tests/fixtures/measurements/, and `validate
-  compare` itself on a share of them.
+  compare` and `validate export` (each format) themselves on a share of them.
 - `validate sweep` load flags with junk values (against a port where nothing listens).
 
 Every input must end in exit 0, or exit 2 with exactly one stderr line `Type: message` and no traceback
@@ -56,11 +56,12 @@ GENAI_PERF = FIXTURES / "genai-perf" / "profile_export_genai_perf.json"
 BR_EXAMPLE = FIXTURES / "llm-d" / "br_v0_2_1_example.yaml"
 INFERENCEX = REPO / "data" / "public" / "raw" / "inferencex-fixture-sample.jsonl"
 
-# How many generated inputs each part runs (6,850 in all, plus the subprocesses).
+# How many generated inputs each part runs (7,210 in all, plus the subprocesses).
 IMPORT_CASES = {"vllm-summary": 900, "vllm-detailed": 700, "guidellm": 900, "bytes": 300, "aiperf-summary": 500,
                 "aiperf-records": 400, "genai-perf": 400, "benchmark-report": 600, "inferencex": 400}
 READER_CASES = 1450
 COMPARE_CASES = 100
+EXPORT_CASES = 120
 FLAG_CASES = 200
 
 JUNK: list[Any] = [None, True, False, 0, -1, -2.5, -1e300, 1e308, math.inf, -math.inf, math.nan, 10**400, -(10**30),
@@ -397,6 +398,22 @@ def test_compare_never_tracebacks(tmp_path: Path):
         seen[code] += 1
         shutil.rmtree(run.parent)
     assert seen[0] >= 5 and seen[2] >= 20, seen
+
+
+def test_export_never_tracebacks(tmp_path: Path):
+    """`validate export` in each format on mutated copies of the committed runs: exit 0 or one line."""
+    rng = random.Random("export")
+    seen = {0: 0, 2: 0}
+    for i in range(EXPORT_CASES):
+        run = results_folder(rng, tmp_path / f"case-{i}")
+        for fmt in ("benchmark-report", "csv", "parquet"):
+            out = tmp_path / f"case-{i}" / f"export.{fmt}"
+            code, _, stderr = cli(["export", str(run), "--format", fmt, "--out", str(out)], f"export {i} {fmt}")
+            assert_contract(code, stderr, f"export case {i} {fmt}: " + ", ".join(
+                f"{p.name}={p.read_bytes()[:300]!r}" for p in sorted(run.iterdir())))
+            seen[code] += 1
+        shutil.rmtree(run.parent)
+    assert seen[0] >= 30 and seen[2] >= 30, seen
 
 
 # ---------------------------------------------------------------- load flags

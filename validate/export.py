@@ -244,12 +244,18 @@ def write_benchmark_reports(dirs: list[str], out: Path) -> list[Path]:
         folder = ResultsDir(d)
         series = {s.load: s for s in folder.telemetry()} if hasattr(folder, "telemetry") else {}
         raw = str(folder.path / "telemetry.jsonl")
-        reports += [benchmark_report(p, i, metadata, series.get(p.load), raw) for i, p in enumerate(points)]
+        for i, p in enumerate(points):
+            try:
+                reports.append(json.dumps(benchmark_report(p, i, metadata, series.get(p.load), raw), indent=1,
+                                          allow_nan=False))
+            except ValueError:  # NaN or Infinity in metadata.json's free-form workload or a point's telemetry
+                raise ResultsError(f"{folder.path}: point {p.load}: expected finite numbers in it and in its "
+                                   "metadata.json (a Benchmark Report holds JSON numbers only)") from None
     if not reports:
         raise ResultsError(f"{', '.join(dirs)}: no points to export")
     paths = report_paths(out, len(reports))
-    for path, report in zip(paths, reports):
-        path.write_text(json.dumps(report, indent=1, allow_nan=False) + "\n")
+    for path, text in zip(paths, reports):
+        path.write_text(text + "\n")
     return paths
 
 
