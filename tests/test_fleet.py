@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -31,6 +32,7 @@ TINY = REPO / "tests" / "assets" / "tiny-llama"
 STUB_PYTHON = REPO / "tests" / "assets" / "stub-engine" / "python"
 BAD_FLAG = "--no-such-flag-for-vllm"
 TIMINGS = ("started_at", "engine_ready_after_s", "base_url")
+PORT = re.compile(r"127\.0\.0\.1:\d+")
 
 ray = pytest.importorskip("ray")
 
@@ -96,6 +98,7 @@ def comparable(folder: Path, indices: bool = True) -> dict:
     """A job folder without what differs between two runs of one command: times, ports, the --out path (and the
     request indices, which restart after a resume in `validate run` itself)."""
     def untimed(record: dict) -> dict:
+        record = json.loads(PORT.sub("127.0.0.1:PORT", json.dumps(record)))  # each run's engine has its own port
         return {k: v for k, v in record.items()
                 if not (k.endswith("_s") or k.endswith("_per_s") or k in ("mean_concurrency", "itls_s"))}
 
@@ -109,6 +112,7 @@ def comparable(folder: Path, indices: bool = True) -> dict:
     if meta.get("engine_facts"):
         meta["engine_facts"].pop("lines", None)  # "Model loading took ... seconds"
         meta["engine_facts"].pop("weights_bytes", None)
+    meta = json.loads(PORT.sub("127.0.0.1:PORT", json.dumps(meta)))
     return {"files": sorted(p.name for p in folder.iterdir()), "metadata": meta,
             "points": [untimed(p) for p in lines(folder / "points.jsonl")],
             "requests": sorted((r["load"], r["index"] if indices else 0, r["output_tokens"], r["error"] is None)
@@ -147,6 +151,7 @@ def fleet_run(vllm_python: str, tmp_path_factory: pytest.TempPathFactory) -> dic
     wait_for(lambda: points_file.exists() and points_file.read_text().count("\n") >= 1, 60,
              "the stub job's first point", proc)
     before_kill = points_file.read_text().splitlines()
+    assert len(before_kill) < 3 and not any(r.job_id == victim and r.state == "done" for r in index.records())
     os.kill(running.pid, signal.SIGKILL)  # the Ray worker running that job, mid-job
     try:
         stdout, stderr = proc.communicate(timeout=420)
