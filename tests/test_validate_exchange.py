@@ -332,3 +332,18 @@ def test_export_summarizes_the_telemetry_series_while_the_point_ran(tmp_path):
     assert (kv["units"], kv["mean"], kv["max"]) == ("percent", pytest.approx(50.0), pytest.approx(90.0))  # 0 <= t <= 3 s
     assert (running["mean"], running["min"]) == (3.5, 2.0)
     assert component["raw_data_path"] == str(folder.path / "telemetry.jsonl")
+
+
+def test_a_run_compares_the_same_after_a_trip_through_benchmark_reports(tmp_path):
+    from validate.compare import compare_dirs
+
+    run = MEASURED[0]
+    out = tmp_path / "r.json"
+    assert cli(["export", str(run), "--format", "benchmark-report", "--out", str(out)])[0] == 0
+    reports = sorted(tmp_path.glob("r*.json"))
+    assert cli(["import", *map(str, reports), "--out", str(tmp_path / "back")])[0] == 0
+    meta, back = ResultsDir(run).read_metadata(), ResultsDir(tmp_path / "back").read_metadata()
+    assert (back.engine_argv, back.model_id, back.gpu_id) == (meta.engine_argv, meta.model_id, meta.gpu_id)
+    cols = ["load", "mode", "predicted_ttft_s", "predicted_itl_s", "predicted_requests_per_s", "measured_ttft_s"]
+    before, after = compare_dirs([run])[cols], compare_dirs([tmp_path / "back"])[cols]
+    assert before.to_dict("records") == after.to_dict("records")

@@ -2,8 +2,8 @@
 
 Read: the workload's standardized load (concurrency or ``rate_qps``) and lengths, the aggregate request
 counts, latencies (TTFT, TPOT, ITL, request latency) and throughputs, and the first inference-engine
-component of the stack (model, tool and version, accelerator, tensor parallel, its native args as the
-engine argv). A report this package wrote (``validate export --format benchmark-report``) also carries its
+component of the stack (model, tool and version, accelerator, its argv: ``native.config.argv`` where kept,
+else the flags of ``native.args``). A report this package wrote (``validate export --format benchmark-report``) also carries its
 exact point under ``scenario.load.native.config.point``; it is read back only if it agrees with the
 report's own aggregates, so an edited report cannot keep a stale copy.
 """
@@ -124,6 +124,14 @@ class _Standardized(Strict):
 
 class _Native(Strict):
     args: dict[str, Any] | None = None
+    config: Any = None
+
+    def argv(self) -> list[str]:
+        """The whole argv where a report of this package kept it (config.argv), else the flags of args."""
+        kept = self.config.get("argv") if isinstance(self.config, dict) else None
+        if isinstance(kept, list) and all(isinstance(a, str) for a in kept):
+            return kept
+        return argv_from_args(self.args)
 
 
 class _Component(Strict):
@@ -240,7 +248,7 @@ def import_benchmark_report(raw: dict[str, Any], path: Path, argv: list[str]) ->
     workload = config.get("workload") if load.standardized.tool == EXPORT_TOOL else None
     metadata = make_metadata(
         argv, "benchmark-report", engine=std.tool, engine_version=std.tool_version,
-        engine_argv=argv_from_args(engine.native.args if engine and engine.native else None),
+        engine_argv=engine.native.argv() if engine and engine.native else [],
         model_id=std.model.name if std.model else None, served_model_name=std.model.name if std.model else None,
         gpu_id=config.get("gpu_id") if isinstance(config.get("gpu_id"), str) else None,
         gpu_name=accelerator.model if accelerator else None, gpu_count=accelerator.count if accelerator else None,
