@@ -3,9 +3,9 @@
 Read: the workload's standardized load (concurrency or ``rate_qps``) and lengths, the aggregate request
 counts, latencies (TTFT, TPOT, ITL, request latency) and throughputs, and the first inference-engine
 component of the stack (model, tool and version, accelerator, its argv: ``native.config.argv`` where kept,
-else the flags of ``native.args``). A report this package wrote (``validate export --format benchmark-report``) also carries its
-exact point under ``scenario.load.native.config.point``; it is read back only if it agrees with the
-report's own aggregates, so an edited report cannot keep a stale copy.
+else the flags of ``native.args``). A report this package wrote (``validate export --format
+benchmark-report``) also carries its exact point under ``scenario.load.native.config.point``; it is read
+back only if it agrees with the report's own aggregates, so an edited report cannot keep a stale copy.
 """
 
 from __future__ import annotations
