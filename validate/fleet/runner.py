@@ -89,7 +89,7 @@ class Fleet:
         self.failed: list[str] = []
 
     def pending(self) -> deque[Job]:
-        """The jobs to run (queued in the index); finished ones and earlier failures are kept as they are."""
+        """The jobs to run; finished ones and earlier failures are kept as they are (and shown)."""
         todo: deque[Job] = deque()
         for job in self.jobs.values():
             folder = self.index.job_folder(job.job_id)
@@ -103,9 +103,6 @@ class Fleet:
                 self.failed.append(job.job_id)
                 self.view.kept(job, "failed", count_points(folder))
             else:
-                self.index.append(IndexRecord(job_id=job.job_id, state="queued", config=job.config, argv=job.argv,
-                                              num_points=job.num_points))
-                self.view.state(job.job_id, "queued")
                 todo.append(job)
         return todo
 
@@ -157,6 +154,10 @@ class Fleet:
     def run(self, ray: Any, todo: deque[Job]) -> tuple[list[str], list[str]]:
         """Run the pending jobs on the connected Ray; returns (done job ids, failed job ids) of all jobs."""
         self.ray = ray
+        for job in todo:
+            self.index.append(IndexRecord(job_id=job.job_id, state="queued", config=job.config, argv=job.argv,
+                                          num_points=job.num_points))
+            self.view.state(job.job_id, "queued")
         actor = board = ray.remote(num_cpus=0)(Board).remote()
         task = ray.remote(run_attempt)
         in_flight: dict[Any, Job] = {}
