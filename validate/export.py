@@ -6,9 +6,9 @@ point as llm-d-benchmark writes them: FILE itself for a single point, else FILE'
 before its suffix. Stack (the engine, model, accelerator and argv), load (the standardized workload, and
 this package's exact point under ``native.config`` so ``validate import`` reads it back unchanged), the
 aggregates in seconds and per-second rates, and observability from the point's engine and GPU telemetry
-and its telemetry.jsonl series (KV-cache usage, running and waiting requests while it ran) where it has them. csv / parquet: one row per point of every folder, every field of the point (nested ones
-flattened as ``parent_child``, lists as JSON) beside the run's metadata as ``run_*`` columns. parquet needs
-pyarrow.
+and its telemetry.jsonl series (KV-cache usage, running and waiting requests while it ran) where it has
+them. csv / parquet: one row per point of every folder, every field of the point (nested ones flattened
+as ``parent_child``, lists as JSON) beside the run's metadata as ``run_*`` columns. parquet needs pyarrow.
 """
 
 from __future__ import annotations
@@ -147,12 +147,10 @@ def _observability(point: PointResult, series: Any = None, raw_path: str | None 
     dump = point.model_dump()
     engine, gpu = dump.get("engine_telemetry") or {}, dump.get("gpu_telemetry") or {}
     aggregate: dict[str, Any] = {}
-    if engine.get("mean_running") is not None:
-        aggregate["running_requests"] = {"units": "count", "mean": engine["mean_running"],
-                                         **({"max": engine["max_running"]} if engine.get("max_running") is not None else {})}
-    if engine.get("mean_waiting") is not None:
-        aggregate["waiting_requests"] = {"units": "count", "mean": engine["mean_waiting"],
-                                         **({"max": engine["max_waiting"]} if engine.get("max_waiting") is not None else {})}
+    for name, key in (("running_requests", "running"), ("waiting_requests", "waiting")):
+        if engine.get(f"mean_{key}") is not None:
+            peak = engine.get(f"max_{key}")
+            aggregate[name] = {"units": "count", "mean": engine[f"mean_{key}"], **({"max": peak} if peak is not None else {})}
     if engine.get("preemptions") is not None:
         aggregate["preemptions"] = {"units": "count", "mean": engine["preemptions"]}  # the point's total
     if engine.get("prefix_cache_hit_rate") is not None:

@@ -59,8 +59,8 @@ def _point(o: public.ApiResult, where: str) -> Any:
     return make_point(where, load=f"concurrency:{o.conc}", completed=completed, failed=0,
                       duration_s=completed / rps if rps else 0.0, requests_per_s=rps, output_tokens_per_s=output,
                       total_tokens_per_s=output + rps * isl, input_tokens_per_s=rps * isl, mean_ttft_s=ttft,
-                      mean_tpot_s=tpot, mean_itl_s=tpot, mean_e2e_latency_s=e2e, isl=isl, osl=tokens_out, source="inferencex",
-                      derived=derived, run_url=o.run_url, run_date=o.date)
+                      mean_tpot_s=tpot, mean_itl_s=tpot, mean_e2e_latency_s=e2e, isl=isl, osl=tokens_out,
+                      source="inferencex", derived=derived, run_url=o.run_url, run_date=o.date)
 
 
 def import_inferencex(path: Path, text: str, argv: list[str]) -> list[ImportedRun]:
@@ -89,7 +89,8 @@ def import_inferencex(path: Path, text: str, argv: list[str]) -> list[ImportedRu
             ["--expert-parallel-size", str(o.decode_ep)] if o.decode_ep > 1 else [])
         metadata = make_metadata(argv, "inferencex", engine=engine, engine_version=o.image, model_id=model_id,
                                  gpu_id=gpu, gpu_count=o.decode_tp, engine_argv=argv_engine,
-                                 workload={"isl": round(MEAN_INPUT_FRACTION * o.isl), "osl": round(MEAN_INPUT_FRACTION * o.osl),
+                                 workload={"isl": round(MEAN_INPUT_FRACTION * o.isl),
+                                           "osl": round(MEAN_INPUT_FRACTION * o.osl),
                                            "length_dist": LENGTH_DIST,
                                            "imported_from": str(path), "inferencex_model": o.model,
                                            "inferencex_hardware": o.hardware, "disagg": o.disagg,
