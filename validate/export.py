@@ -150,7 +150,8 @@ def _observability(point: PointResult, series: Any = None, raw_path: str | None 
     for name, key in (("running_requests", "running"), ("waiting_requests", "waiting")):
         if engine.get(f"mean_{key}") is not None:
             peak = engine.get(f"max_{key}")
-            aggregate[name] = {"units": "count", "mean": engine[f"mean_{key}"], **({"max": peak} if peak is not None else {})}
+            aggregate[name] = {"units": "count", "mean": engine[f"mean_{key}"],
+                               **({"max": peak} if peak is not None else {})}
     if engine.get("preemptions") is not None:
         aggregate["preemptions"] = {"units": "count", "mean": engine["preemptions"]}  # the point's total
     if engine.get("prefix_cache_hit_rate") is not None:
