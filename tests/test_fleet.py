@@ -25,7 +25,7 @@ from validate.cli import main
 from validate.fleet.guided import candidates, grid, pick, scores
 from validate.fleet.jobs import expand
 from validate.fleet.plan import load_plan
-from validate.fleet.store import FleetIndex
+from validate.fleet.store import FleetIndex, IndexRecord
 
 REPO = Path(__file__).resolve().parents[1]
 TINY = REPO / "tests" / "assets" / "tiny-llama"
@@ -308,3 +308,19 @@ def test_kuberay_manifest_declares_the_plans_gpu_kinds():
     plan = load_plan(REPO / "examples" / "fleet-h200.toml")
     assert set(declared) == set(plan.gpu_resources.values())
     assert all(count == gpus for count, gpus in declared.values())  # one custom resource per GPU of the kind
+
+
+def test_index_cuts_a_torn_last_line(tmp_path):
+    index = FleetIndex(tmp_path)
+    assert index.open() == []
+    index.append(IndexRecord(job_id="a", state="queued"))
+    index.append(IndexRecord(job_id="a", state="running", attempt=1, pid=1, node="n"))
+    with open(index.path, "ab") as f:
+        f.write(b'{"job_id":"a","state":"do')  # a driver killed mid-write
+    assert [r.state for r in index.records()] == ["queued", "running"]  # readers skip it
+    warnings = index.open()
+    assert len(warnings) == 1 and "torn last line" in warnings[0]
+    assert index.path.read_text().count("\n") == 2 and index.path.read_text().endswith("\n")
+    index.append(IndexRecord(job_id="a", state="retrying", attempt=1, error="Ray worker lost: ..."))
+    history = index.histories()["a"]
+    assert (history.last.state, history.attempts, history.failed_attempts) == ("retrying", 1, 1)
