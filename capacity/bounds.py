@@ -34,7 +34,8 @@ def decode_compute_bound_batch(c: StepCosts, context: float) -> float | None:
     return max(1.0, base_bytes / c.bandwidth_bytes_per_s / slope)
 
 
-def ideal_bounds(plan, isl: float, osl: float, load_kind: str, value: float) -> dict[str, float]:
+def ideal_bounds(plan, isl: float, osl: float, load_kind: str, value: float,
+                 prefix_hit_rate: float = 0.0) -> dict[str, float]:
     """What no engine can beat on this plan's hardware (`--ideal`): a TTFT and an ITL no engine undercuts and a
     request rate no engine exceeds, whatever it schedules.
 
@@ -45,16 +46,21 @@ def ideal_bounds(plan, isl: float, osl: float, load_kind: str, value: float) -> 
       ≤ the hardware's: decoding needs (O − 1) steps per request, a step serves at most the sequences that all
       memory after the weights holds at the prompt's length, each at least at that batch's roofline; and every
       request's FLOPs at peak.
+    With a prefix cache serving a share h of every prompt, only the I(1 - h) new tokens are computed (attending
+    the I h cached ones) and the cached blocks are held once for all sequences, so the bounds move accordingly.
     `plan` must be built with the ideal engine (every byte after the weights is KV, no engine limits)."""
     st = Stepper.build(plan.costs, IDEAL.efficiency, ideal=True)
     I, O = max(float(isl), 1.0), max(float(osl), 1.0)
-    ttft = st.time_s(0.0, 0.0, I, st.prefill_keys(I, 0.0))
+    cached = I * min(max(float(prefix_hit_rate), 0.0), 1.0)
+    new = max(I - cached, 1.0)
+    keys = st.prefill_keys(new, cached)
+    ttft = st.time_s(0.0, 0.0, new, keys)
     itl = st.time_s(1.0, st.decode_keys(I), 0.0, 0.0) if O > 1 else 0.0
     e2e = ttft + (O - 1) * itl
-    batch = max(float(np.asarray(plan.max_concurrent(I + 1))), 1.0)  # sequences of at least I + 1 tokens that fit
+    batch = max(float(np.asarray(plan.max_concurrent(new + 1))), 1.0)  # sequences of their own I(1 - h) + 1 tokens
     step = st.time_s(batch, st.decode_keys(I), 0.0, 0.0)
     decode_cap = batch / step / (O - 1) if O > 1 else np.inf
-    flops = float(np.asarray(step_parts(plan.costs, IDEAL.efficiency, 0.0, 0.0, I, st.prefill_keys(I, 0.0), ideal=True).flops))
+    flops = float(np.asarray(step_parts(plan.costs, IDEAL.efficiency, 0.0, 0.0, new, keys, ideal=True).flops))
     flops += (O - 1) * float(np.asarray(step_parts(plan.costs, IDEAL.efficiency, 1.0, I, 0.0, 0.0, ideal=True).flops))
     compute_cap = plan.costs.peak_flops_per_s / flops
     hardware = min(decode_cap, compute_cap)

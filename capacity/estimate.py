@@ -249,7 +249,7 @@ def estimate_with_calibration(s: Scenario, calibration: Calibration | None) -> E
     cal = calibration if calibration is not None and not s.ideal else calibration_for(s, plan)
     method = resolved_method(s, load.kind)
     if s.ideal:
-        b = ideal_bounds(plan, s.isl, s.osl, load.kind, load.value)
+        b = ideal_bounds(plan, s.isl, s.osl, load.kind, load.value, s.prefix_hit_rate)
         r = LoadResult(*(np.asarray(b[k]) for k in ("ttft_s", "itl_s", "e2e_latency_s", "requests_per_s",
                                                       "output_tokens_per_s", "total_tokens_per_s", "running",
                                                       "decode_step_s", "prefill_step_s")), np.asarray(False))
