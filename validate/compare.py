@@ -15,8 +15,9 @@ import numpy as np
 import pandas as pd
 
 from capacity import Scenario
-from capacity.estimate import estimate_with_calibration
-from capacity.calibration import Calibration
+from capacity.estimate import estimate_with_calibration, plan_for
+from capacity.calibration import IDEAL, Calibration
+from capacity.steptime import step_parts
 import capacity.engines as capacity_engines
 from capacity.engines import argv_value  # noqa: F401  (kept importable from here)
 from capacity.errors import CapacityError
@@ -144,6 +145,27 @@ def point_scenario(run: MeasuredRun, p: PointResult, **overrides) -> Scenario:
     return Scenario(**{**fields, "isl": isl, "osl": osl, "load": p.load, **extra, **overrides})
 
 
+ROOFLINE_SLACK = 0.9  # a median ITL below this share of the decode roofline at the point's mean batch is flagged
+
+
+def roofline_flags(s: Scenario, p: PointResult) -> list[str]:
+    """What the engine's counters and the roofline say together: a median ITL faster than one decode step at the
+    point's mean running batch can be (all weights each step needs, with uniform expert routing, at full bandwidth)
+    means the point did less work than its workload — for an MoE, fewer experts read than real routing reads
+    (random dummy weights can route unevenly). Such a point cannot check the expert-read term."""
+    t = p.engine_telemetry
+    if t is None or not t.mean_running or p.median_itl_s is None or not p.isl or not p.osl:
+        return []
+    plan = plan_for(s.model_copy(update={"ideal": True, "load": "sync", "num_requests": None}))
+    step_s = float(step_parts(plan.costs, IDEAL.efficiency, t.mean_running, p.isl + p.osl / 2, 0.0, 0.0,
+                              ideal=True).time_s)
+    if p.median_itl_s >= ROOFLINE_SLACK * step_s:
+        return []
+    what = "fewer experts read than uniform routing reads" if plan.costs.moe_layers else "less work than the step needs"
+    return [f"median ITL {p.median_itl_s * 1e3:.2f} ms is below the decode roofline at its mean batch of "
+            f"{t.mean_running:.0f} ({step_s * 1e3:.2f} ms): {what}"]
+
+
 def _telemetry_line(p: PointResult) -> str:
     parts = [p.engine_telemetry.describe()] if p.engine_telemetry else []
     g = p.gpu_telemetry
@@ -171,7 +193,8 @@ def compare_run(run: MeasuredRun, calibrations: dict[str, Calibration | None]) -
                    "decode_bound": e.decode_bound, "prefill_bound": e.prefill_bound,
                    "measured_kv_tokens": run.facts.get("kv_cache_tokens"), "predicted_kv_tokens": e.kv_capacity_tokens,
                    "prefix_hit_rate": s.prefix_hit_rate, "telemetry": _telemetry_line(p),
-                   "flags": "; ".join(p.engine_telemetry.flags) if p.engine_telemetry else ""}
+                   "flags": "; ".join((p.engine_telemetry.flags if p.engine_telemetry else [])
+                                      + (roofline_flags(s, p) if mode != "ideal" else []))}
             for mk, pk in METRICS.items():
                 meas, pred = getattr(p, mk), getattr(e, pk)
                 row[f"measured_{pk}"] = meas
