@@ -257,3 +257,27 @@ def test_moe_bursts_on_a_host_never_fitted(comparison):
     pts = comparison[(comparison["mode"] == "calibrated") & comparison["run"].str.contains("sitting-6/Qwen3-30B-A3B-bf16-burst")]
     assert len(pts) == 2
     assert pts["error_requests_per_s"].abs().max() < 0.15 and pts["error_itl_s"].abs().max() < 0.15
+
+
+def test_a_point_faster_than_its_roofline_is_flagged(tmp_path):
+    """Sitting 9: DeepSeek-V2-Lite with dummy weights decodes 30 sequences in 4.4 ms where reading the experts that
+    uniform routing touches takes 6.3 ms at full bandwidth: compare flags it from the counters' mean batch (the
+    committed copy is excluded by excluded.json; a copy outside its reach shows the flag). Its sync point and every
+    gpt-oss-20b point are not flagged, and every point reports its counters."""
+    import shutil
+
+    from validate.compare import compare_dirs
+
+    src = ROOT / "data/measurements/h200/vllm-0.26.0/sitting-9"
+    runs = []
+    for run in ("DeepSeek-V2-Lite-bf16-s9", "gpt-oss-20b-mxfp4-s9"):
+        dst = tmp_path / run
+        shutil.copytree(src / run / "128x1024", dst / "128x1024")
+        shutil.copy(src / run / "scenario.json", dst / "scenario.json")
+        runs.append(dst / "128x1024")
+    df = compare_dirs(runs, {"calibrated": None})
+    flagged = df[df["flags"] != ""]
+    assert [(r.split("/")[-2], load) for r, load in zip(flagged["run"], flagged["load"])] == [
+        ("DeepSeek-V2-Lite-bf16-s9", "concurrency:32")]
+    assert "below the decode roofline" in flagged["flags"].iloc[0]
+    assert df["telemetry"].str.contains("prefix-cache hit rate 0%").all()

@@ -48,6 +48,13 @@ def _markdown(df, summary) -> str:
     lines = ["# Measured vs predicted", "", "Errors are predicted ÷ measured − 1.", "", "## Summary (mean absolute error)", "",
              summary.to_markdown(index=False, floatfmt=".3f"), "", "## Every point (calibrated model)", "",
              cal.to_markdown(index=False, floatfmt=".4g")]
+    told = df[df["mode"] == "calibrated"]
+    told = told[(told.get("telemetry", "") != "") | (told.get("flags", "") != "")] if "telemetry" in told else told.iloc[:0]
+    if len(told):
+        lines += ["", "## What the engine's counters say (its /metrics during each point; GPU power where measured)", "",
+                  "A flag is a point whose counters or roofline contradict its workload: it did not run the traffic "
+                  "it was meant to, so its error says little about the model.", "",
+                  told[["model", "isl", "osl", "load", "telemetry", "flags"]].to_markdown(index=False)]
     return "\n".join(lines) + "\n"
 
 

@@ -116,6 +116,9 @@ class EngineTelemetry(BaseModel):
     def describe(self) -> str:
         """One line for tables: hit rate, preemptions, KV full, acceptance, flags."""
         parts = []
+        if self.max_running is not None:
+            parts.append(f"running up to {self.max_running:.0f}" + (f", waiting up to {self.max_waiting:.0f}"
+                                                                    if self.max_waiting else ""))
         if self.prefix_cache_hit_rate is not None:
             parts.append(f"prefix-cache hit rate {self.prefix_cache_hit_rate:.0%}")
         if self.preemptions:
