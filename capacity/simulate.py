@@ -42,6 +42,10 @@ from capacity.plan import Plan
 from capacity.stepper import Stepper
 
 MAX_SIM_REQUESTS = 1_000_000
+# Steps in a row that preempt and sample no token before the run is called stuck. Without mixed prefill a prompt can
+# be admitted into the blocks the decodes need next, preempted by them, and admitted again at once, step after step,
+# with no decode ever running: the run would never end (seen on small caches with chunked prompts).
+MAX_STALLED_STEPS = 10_000
 
 
 class Traffic(BaseModel):
@@ -320,8 +324,10 @@ class _Decoders:
 
 class _DecodeRun:
     """Consecutive decode-only steps of d sequences from mean context `mean_ctx` (one more token each per step),
-    priced as far as they are asked for: a few steps one at a time, the rest of a long run in one vectorized call
-    (`Stepper.decode_run_s`, the same values; the cumulative sums in the same order)."""
+    priced as far as they are asked for: a few steps one at a time in plain floats, more in one vectorized call
+    (`Stepper.decode_run_s`, the same values; the cumulative sums in the same order either way)."""
+
+    FEW = 48  # steps priced one at a time; more go to numpy (its fixed cost is that of ~50 plain steps)
 
     def __init__(self, stepper: Stepper, d: int, mean_ctx: float, longest: int) -> None:
         self.stepper, self.d, self.mean_ctx, self.longest = stepper, d, mean_ctx, longest
@@ -330,27 +336,52 @@ class _DecodeRun:
 
     def seconds(self, k: int) -> float:
         """Seconds of the first k steps."""
+        if len(self.cum) < k:
+            self._extend(k)
+        return self.cum[k - 1]
+
+    def _extend(self, k: int) -> np.ndarray | None:
+        """Price steps up to k; the new cumulative sums as an array when they were vectorized."""
         cum = self.cum
-        if len(cum) < k:
-            acc = cum[-1] if cum else 0.0
-            if k - len(cum) <= 32:
-                for j in range(len(cum), k):
-                    acc += self.price(self.mean_ctx + j)
-                    cum.append(acc)
-            else:
-                times = self.stepper.decode_run_s(self.d, self.mean_ctx + np.arange(len(cum), k, dtype=float))
-                cum.extend(np.cumsum(np.concatenate([[acc], times]))[1:].tolist())
-        return cum[k - 1]
+        acc = cum[-1] if cum else 0.0
+        if k - len(cum) <= self.FEW:
+            for j in range(len(cum), k):
+                acc += self.price(self.mean_ctx + j)
+                cum.append(acc)
+            return None
+        times = self.stepper.decode_run_s(self.d, self.mean_ctx + np.arange(len(cum), k, dtype=float))
+        new = np.cumsum(np.concatenate([[acc], times]))[1:]  # summed on from acc, in order
+        cum.extend(new.tolist())
+        return new
 
     def steps_reaching(self, t: float, t_event: float) -> int:
-        """Steps (at most `longest`) from t through the one whose end reaches t_event."""
-        for k in range(1, min(self.longest, 32) + 1):
-            if t + self.seconds(k) >= t_event:
-                return k
-        if self.longest <= 32:
+        """Steps (at most `longest`) from t through the one whose end reaches t_event (asked first, on a fresh run).
+        Steps only get longer as contexts grow, so the event comes within (t_event − t) ÷ (the first step) steps:
+        that many are priced, one at a time when they are few, else in one vectorized call."""
+        first = self.seconds(1)
+        if t + first >= t_event:
+            return 1
+        within = min(self.longest, int((t_event - t) / first) + 2)
+        if within - 1 <= self.FEW:
+            cum, price, acc = self.cum, self.price, first
+            for j in range(1, self.longest):
+                acc += price(self.mean_ctx + j)
+                cum.append(acc)
+                if t + acc >= t_event:
+                    return j + 1
             return self.longest
-        self.seconds(self.longest)
-        return min(int(np.searchsorted(t + np.asarray(self.cum), t_event)) + 1, self.longest)
+        new = self._extend(within)
+        j = int(np.searchsorted(t + new, t_event)) + 1  # steps 2 … within
+        if j <= len(new):
+            return j + 1
+        if within < self.longest:  # not reached after all (rounding): price the whole run
+            self._extend(self.longest)
+            return min(int(np.searchsorted(t + np.asarray(self.cum), t_event)) + 1, self.longest)
+        return self.longest
+
+
+_STUCK = ("simulate: the scheduler is stuck: each step a prompt is admitted into the blocks the decodes need, "
+          "preempted by them and admitted again, and no decode runs (unmixed prefill with a small KV cache)")
 
 
 def simulate(engine: EngineContext, traffic: Traffic, isl: int, osl: int) -> SimResult:
@@ -421,6 +452,7 @@ def simulate(engine: EngineContext, traffic: Traffic, isl: int, osl: int) -> Sim
     max_running = 0
     seq_counter = 0
     finished = 0
+    stalled = 0  # steps in a row that preempted and sampled no token
 
     def finish(i: int, t_emit: float) -> None:
         nonlocal prefill_blocks, finished
@@ -464,6 +496,7 @@ def simulate(engine: EngineContext, traffic: Traffic, isl: int, osl: int) -> Sim
             t = max(t, nxt)
             continue
         # 1. decodes need room for one more token each; preempt from the back until they fit
+        preempted_before = preemptions
         while decoders and not decoders.fit(1, num_blocks - prefill_blocks):
             preempt_last()
         d = len(decoders)
@@ -534,6 +567,7 @@ def simulate(engine: EngineContext, traffic: Traffic, isl: int, osl: int) -> Sim
         t += dt
         busy += dt
         steps += k
+        sampled = d > 0
         if d:
             decoders.advance(k)
             for i in decoders.finished():
@@ -541,6 +575,7 @@ def simulate(engine: EngineContext, traffic: Traffic, isl: int, osl: int) -> Sim
         for i, kk in chunks:
             done_tok[i] += kk
             if done_tok[i] >= target[i]:
+                sampled = True
                 prefilling.remove(i)
                 gen[i] += 1
                 if first[i] != first[i]:  # NaN: the first token
@@ -550,6 +585,9 @@ def simulate(engine: EngineContext, traffic: Traffic, isl: int, osl: int) -> Sim
                 else:
                     prefill_blocks -= alloc[i]
                     decoders.add(i, done_tok[i], gen[i], admit_seq[i])
+        stalled = 0 if sampled or preemptions == preempted_before else stalled + 1
+        if stalled > MAX_STALLED_STEPS:
+            raise WorkloadError(_STUCK)
     if finished < n:
         raise WorkloadError(f"simulate: only {finished} of {n} requests finished")
     return SimResult(I, O, np.array(send), np.array(first), np.array(end), preemptions, steps, busy,

@@ -11,6 +11,7 @@ on random steps of every catalog model, so the two cannot drift apart.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 
 import numpy as np
 
@@ -100,19 +101,25 @@ class Stepper:
         """Mean keys per token, summed over layers, of a chunk of `tokens` after `prefix` computed tokens:
         kv.attended_tokens_prefill for one chunk in plain floats, the same operations in the same order
         (tests/test_simulate.py holds the two equal bit for bit)."""
-        m = self.costs.arch
+        full_layers, sliding_layers, window = self._layers
         n = max(float(tokens), 1.0)
         p = float(prefix)
         full = p + (n + 1) / 2
-        w = float(m.sliding_window or 0)
-        if m.num_sliding_layers and w > 0:
+        w = float(window or 0)
+        if sliding_layers and w > 0:
             lo, top = p + 1, min(p + n, w)
             below = max(top - lo + 1, 0.0)
             mean_below = (lo + top) / 2 if below > 0 else 0.0
             sliding = (below * mean_below + (n - below) * w) / n
         else:
             sliding = full * 0
-        return m.num_full_layers * full + m.num_sliding_layers * sliding
+        return full_layers * full + sliding_layers * sliding
+
+    @cached_property
+    def _layers(self) -> tuple[int, int, int | None]:
+        """(full-attention layers, sliding-window layers, window), asked once per prefill chunk."""
+        m = self.costs.arch
+        return m.num_full_layers, m.num_sliding_layers, m.sliding_window
 
     def experts_touched(self, tokens: float) -> float:
         """Distinct experts of one GPU a step of `tokens` loads (memoized: steps repeat token counts)."""
@@ -204,7 +211,8 @@ class Stepper:
         if not sliding:  # keys = full × ctx (+ 0 × …), inlined: this runs once per simulated decode step
 
             def full_step(ctx: float) -> float:
-                return max(busy0 + per_key * (full * ctx), host) + launch
+                busy = busy0 + per_key * (full * ctx)
+                return (busy if busy >= host else host) + launch  # max(busy, host), without the call
 
             return full_step
 

@@ -4,6 +4,8 @@ and tokens, and the closed forms agree with it where they claim to hold."""
 from __future__ import annotations
 
 import dataclasses
+import functools
+import heapq
 import math
 
 import numpy as np
@@ -11,8 +13,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from capacity.errors import WorkloadError
 from capacity.estimate import Scenario, calibration_for, estimate, plan_for
-from capacity.simulate import EngineContext, Traffic, simulate
+from capacity.kv import attended_tokens_prefill
+from capacity.simulate import (MAX_STALLED_STEPS, EngineContext, Traffic, _FrontEnd, _requests, simulate,
+                               spread_lengths)
 from capacity.steptime import step_time_s
 from capacity.stepper import Stepper
 
@@ -49,6 +54,220 @@ def test_stepper_equals_step_parts(model, ideal):
     run = stepper.decode_run_s(37, np.arange(100, 300, dtype=float))
     np.testing.assert_allclose(run, step_time_s(plan.costs, eff, 37, np.arange(100, 300, dtype=float), 0, 0, ideal),
                                rtol=1e-12)
+
+
+@pytest.mark.parametrize("model", MODELS)
+@pytest.mark.parametrize("ideal", [False, True])
+def test_scalar_pricers_equal_the_vectorized_ones_bit_for_bit(model, ideal):
+    """The simulator prices short decode stretches one step at a time and long ones with decode_run_s, and prefill
+    chunks with the scalar prefill_keys: each must give exactly the bits of its numpy form, or a stretch's length
+    would depend on how it was priced."""
+    big = "DeepSeek" in model
+    _, plan, cal, eng = context(model=model, ideal=ideal, tp=8 if big else 1, num_gpus=8 if big else 1,
+                                expert_parallel=big, precision="fp8" if big else "bf16")
+    st = eng.stepper
+    ctxs = np.concatenate([np.arange(1, 300, dtype=float), np.random.default_rng(2).uniform(1, 40_000, 300),
+                           [1023.5, 1024.0, 4096.0, 4097.25]])
+    for d in (1, 3, 37, 256, 1024):
+        price = st.decode_pricer(d)
+        assert [price(c) for c in ctxs] == st.decode_run_s(d, ctxs).tolist()
+    rng = np.random.default_rng(3)
+    tokens = np.concatenate([rng.integers(1, 9000, 300), [1, 1, 1024, 4096]])
+    prefix = np.concatenate([rng.integers(0, 40_000, 300), [0, 1023, 1024, 3072]])
+    got = [st.prefill_keys(int(n), int(q)) for n, q in zip(tokens, prefix)]
+    assert got == [float(attended_tokens_prefill(plan.model, float(n), float(q))) for n, q in zip(tokens, prefix)]
+
+
+def test_spread_lengths_drawn_at_once_are_the_single_draws():
+    """Lengths are drawn in one call; the stream is that of one draw per length, input then output, request after
+    request (as they were drawn before), so seeded runs keep their lengths and arrival times."""
+    for dist, ratio in (("uniform", 0.5), ("uniform", 0.0), ("normal", 0.3), ("uniform", 1.5)):
+        t = Traffic(kind="rate", value=5, num_requests=300, arrivals="poisson", length_dist=dist, length_ratio=ratio, seed=7)
+        I, O, send = _requests(t, 1, 128) if ratio == 1.5 else _requests(t, 1024, 128)
+        rng = np.random.default_rng(7)
+        isl = 1 if ratio == 1.5 else 1024
+        pairs = [(spread_lengths(rng, isl, dist, ratio, 1)[0], spread_lengths(rng, 128, dist, ratio, 1)[0]) for _ in range(300)]
+        assert I.tolist() == [a for a, _ in pairs] and O.tolist() == [b for _, b in pairs]
+        assert send.tolist() == np.concatenate([[0.0], np.cumsum(rng.exponential(0.2, size=300)[:-1])]).tolist()
+
+
+def reference_simulate(engine: EngineContext, traffic: Traffic, isl: int, osl: int):
+    """The scheduler of capacity/simulate.py written plainly: one engine step per turn of the loop, every sum taken
+    afresh from the per-request state, each step priced by Stepper.time_s. The simulator jumps over decode-only
+    stretches and keeps running sums; on the same traffic both must give the same times (to rounding), steps and
+    preemptions. (kv_full_share is left out: the simulator books a stretch by its first step.)"""
+    I, O, sends = _requests(traffic, isl, osl)
+    n, table, st, N = len(I), engine.block_table, engine.stepper, engine.num_blocks
+    if int(table[I].max()) > N:
+        raise WorkloadError("simulate: one prompt needs more KV blocks than the engine has")
+    front = _FrontEnd(engine.admission_s, engine.request_overhead_s)
+    send, first, end = np.full(n, np.nan), np.full(n, np.nan), np.full(n, np.nan)
+    arrivals: list[tuple[float, int]] = []
+    sent = 0
+
+    def submit(t_send):
+        nonlocal sent
+        if sent < n:
+            send[sent] = t_send
+            front.intake(t_send, sent, arrivals)
+            sent += 1
+
+    if sends is None:
+        for _ in range(min(1 if traffic.kind == "sync" else int(traffic.value), n)):
+            submit(0.0)
+    else:
+        for i in range(n):
+            submit(float(sends[i]))
+        if front.admission_s == 0:
+            front.flush(arrivals)
+    cached0 = (np.floor(I * engine.prefix_hit_rate / engine.block_size_tokens) * engine.block_size_tokens).astype(int)
+    done, target, gen, alloc = np.zeros(n, int), I.copy(), np.zeros(n, int), np.zeros(n, int)
+    waiting: list[int] = []
+    running: list[int] = []  # admission order
+    t = busy = run_time = 0.0
+    steps = preemptions = max_running = finished = stalled = 0
+
+    def finish(i, t_emit):
+        nonlocal finished
+        end[i] = front.deliver(t_emit)
+        running.remove(i)
+        alloc[i] = 0
+        finished += 1
+        if sends is None:
+            submit(end[i] + traffic.think_time_s)
+
+    def next_arrival():
+        return min(arrivals[0][0] if arrivals else np.inf, front.next_handover_s())
+
+    while finished < n:
+        if front.pending and front.next_handover_s() <= t:
+            front.flush(arrivals)
+        while arrivals and arrivals[0][0] <= t:
+            waiting.append(heapq.heappop(arrivals)[1])
+        if not running and not waiting:
+            if next_arrival() == np.inf:
+                break
+            t = max(t, next_arrival())
+            continue
+        decoding = lambda: [i for i in running if done[i] >= target[i]]  # noqa: E731
+        preempted_before = preemptions
+        while decoding() and alloc.sum() + sum(table[done[i] + 1] - alloc[i] for i in decoding()) > N:
+            victim = running.pop()  # preempt the last admitted; it recomputes its prompt and tokens later
+            alloc[victim] = done[victim] = 0
+            target[victim] = I[victim] + gen[victim]
+            waiting.insert(0, victim)
+            preemptions += 1
+        dec = decoding()
+        budget = engine.token_budget - (len(dec) if engine.mixed else 0)
+        chunks = []
+        for i in [i for i in running if done[i] < target[i]]:
+            if budget <= 0:
+                break
+            chunks.append((i, min(target[i] - done[i], budget)))
+            budget -= chunks[-1][1]
+        while waiting and budget > 0 and len(running) < engine.max_num_seqs and alloc.sum() + table[target[waiting[0]]] <= N:
+            i = waiting.pop(0)
+            alloc[i] = table[target[i]]
+            done[i] = cached0[i] if gen[i] == 0 else 0
+            running.append(i)
+            chunks.append((i, min(target[i] - done[i], budget)))
+            budget -= chunks[-1][1]
+        if chunks and not engine.mixed:
+            dec = []
+        if not chunks and not dec:
+            if next_arrival() == np.inf:
+                raise WorkloadError("simulate: the engine cannot admit the next request (it needs more KV blocks than are free)")
+            t = max(t, next_arrival())
+            continue
+        d, p = len(dec), sum(k for _, k in chunks)
+        keys = st.decode_keys(float(done[dec].sum()) / d) if d else 0.0
+        dt = st.time_s(d, keys, float(p), sum(k * st.prefill_keys(k, done[i]) for i, k in chunks) / p if p else 0.0)
+        max_running = max(max_running, len(running))
+        run_time += dt * len(running)
+        t += dt
+        busy += dt
+        steps += 1
+        for i in dec:
+            done[i] += 1
+            gen[i] += 1
+            alloc[i] = table[done[i]]
+        for i in dec:
+            if gen[i] >= O[i]:
+                finish(i, t)
+        sampled = bool(dec)
+        for i, k in chunks:
+            done[i] += k
+            if done[i] >= target[i]:
+                sampled = True
+                gen[i] += 1
+                if np.isnan(first[i]):
+                    first[i] = front.deliver(t)
+                if gen[i] >= O[i]:
+                    finish(i, t)
+        stalled = 0 if sampled or preemptions == preempted_before else stalled + 1
+        if stalled > MAX_STALLED_STEPS:
+            raise WorkloadError("simulate: the scheduler is stuck")
+    return dict(first=first, end=end, send=send, steps=steps, preemptions=preemptions, max_running=max_running,
+                busy=busy, running=run_time / busy if busy else 0.0)
+
+
+@functools.lru_cache(maxsize=None)
+def small_engine(model: str, engine: str, ideal: bool) -> EngineContext:
+    return context(model=model, isl=2000, osl=300, engine=engine, ideal=ideal)[3]
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(model=st.sampled_from(["meta-llama/Llama-3.1-8B", "google/gemma-3-27b-it", "Qwen/Qwen3-30B-A3B"]),
+       engine=st.sampled_from(["vllm", "sglang"]), ideal=st.booleans(),
+       load=st.sampled_from([("sync", 1.0, "constant"), ("concurrency", 4.0, "constant"), ("concurrency", 12.0, "constant"),
+                             ("burst", 20.0, "constant"), ("rate", 3.0, "poisson"), ("rate", 30.0, "gamma"),
+                             ("rate", 10.0, "constant")]),
+       n=st.integers(1, 24), isl=st.integers(1, 1500), osl=st.integers(1, 160),
+       spread=st.sampled_from([("fixed", 0.0), ("uniform", 0.8), ("normal", 0.4)]),
+       think=st.sampled_from([0.0, 0.02]), front=st.sampled_from([(None, None), (0.0, 0.0), (0.003, 0.01)]),
+       kv=st.sampled_from([None, 1.0, 3.0, 8.0]), budget=st.sampled_from([None, 64, 700]), seqs=st.sampled_from([None, 3]),
+       hit=st.sampled_from([0.0, 0.5]), seed=st.integers(0, 3))
+def test_simulator_equals_a_plain_step_by_step_scheduler(model, engine, ideal, load, n, isl, osl, spread, think, front,
+                                                         kv, budget, seqs, hit, seed):
+    """Random small runs (small KV caches that preempt, small token budgets and sequence limits, front-end intake,
+    think time, prefix hits, every arrival process): the fast simulator gives what one step at a time gives."""
+    eng = small_engine(model, engine, ideal)
+    change = {"prefix_hit_rate": hit}
+    if kv is not None:  # room for `kv` whole requests of the mean length: preemption and waiting for blocks
+        change["num_blocks"] = int(eng.block_table[isl + osl] * kv) + 1
+    if budget is not None:
+        change["token_budget"] = budget
+    if seqs is not None:
+        change["max_num_seqs"] = seqs
+    if front[0] is not None:
+        change["admission_s"], change["request_overhead_s"] = front
+    eng = dataclasses.replace(eng, **change)
+    kind, value, arrivals = load
+    t = Traffic(kind=kind, value=float(n) if kind == "burst" else value, num_requests=n, arrivals=arrivals,
+                gamma_shape=0.5, think_time_s=think, length_dist=spread[0], length_ratio=spread[1], seed=seed)
+    try:
+        want = reference_simulate(eng, t, isl, osl)
+    except WorkloadError as e:
+        with pytest.raises(WorkloadError, match=str(e)[:30]):
+            simulate(eng, t, isl, osl)
+        return
+    got = simulate(eng, t, isl, osl)
+    for key, have in (("send", got.send_s), ("first", got.first_token_s), ("end", got.end_s)):
+        np.testing.assert_allclose(have, want[key], rtol=1e-9, atol=0, err_msg=key)
+    assert (got.steps, got.preemptions, got.max_running) == (want["steps"], want["preemptions"], want["max_running"])
+    assert got.busy_s == pytest.approx(want["busy"], rel=1e-9)
+    assert got.mean_running == pytest.approx(want["running"], rel=1e-9)
+
+
+def test_a_stuck_scheduler_raises_instead_of_running_forever():
+    """Unmixed prefill (SGLang) with a small cache and chunked prompts: a prompt admitted into the blocks the decodes
+    need next is preempted by them and admitted again, step after step, and no decode ever runs. The simulator
+    says so instead of looping (it used to hang here)."""
+    eng = dataclasses.replace(small_engine("meta-llama/Llama-3.1-8B", "sglang", False), prefix_hit_rate=0.5,
+                              num_blocks=4783, token_budget=700, admission_s=0.003, request_overhead_s=0.01)
+    t = Traffic(kind="burst", value=19, length_dist="uniform", length_ratio=0.8, seed=2)
+    with pytest.raises(WorkloadError, match="the scheduler is stuck"):
+        simulate(eng, t, 1474, 120)
 
 
 def test_sync_equals_the_closed_form():
