@@ -130,7 +130,7 @@ README_ROWS = (
     ("`--ideal` roofline (a bound, not a prediction)", "vllm", "ideal", "held out"),
     ("literature default factors, before any fit", "vllm", "default", "held out"),
     ("calibrated, **held-out shapes**", "vllm", "calibrated", "held out"),
-    ("calibrated, **other models** (Gemma 3 27B, Mixtral-8x7B; never fitted)", "vllm", "calibrated",
+    ("calibrated, **other models** (Gemma 3 27B, Mixtral-8x7B, DeepSeek-V2-Lite, gpt-oss-20b; never fitted)", "vllm", "calibrated",
      "other model, never fitted"),
     ("calibrated, **TP=2, never fitted**", "vllm", "calibrated", "TP>1, never fitted"),
     ("calibrated, **other hosts** (sittings {sittings}; never fitted)", "vllm", "calibrated", "never fitted"),
@@ -217,10 +217,14 @@ def kv_table(runs: dict[str, MeasuredRun]) -> str:
 
 
 def run_label(d: str) -> str:
-    """Sitting number and what sets the run apart (its folder's name after model-precision): '6 graphs512'."""
+    """Sitting number and what sets the run apart (its folder's name after model-precision, and the workload
+    folder's after its shape): '6 graphs512', '9 prefix-s9 prefix50'."""
     parts = Path(d).relative_to(DATA).parts
-    variant = parts[1].split("-bf16", 1)[-1].split("-fp8", 1)[-1].strip("-")
-    return f"{parts[0].removeprefix('sitting-')} {variant}".strip()
+    variant = parts[1]
+    for precision in ("-bf16", "-fp8", "-mxfp4", "-nvfp4"):
+        variant = variant.split(precision, 1)[-1]
+    workload = parts[2].partition("-")[2] if len(parts) > 2 else ""
+    return " ".join(x for x in (parts[0].removeprefix("sitting-"), variant.strip("-"), workload) if x)
 
 
 def point_table(df: pd.DataFrame) -> str:
@@ -370,14 +374,18 @@ ladder of sitting 4 (Llama-3.1-8B at 128 … 1,024 concurrent sequences) and the
 (Llama-3.1-8B and Qwen3-30B-A3B at 128/512, 384 … 1,024 sequences, CUDA graphs to 512 and to 1,024 tokens),
 together with the pure-decode step windows in the logs of those servers that ran only training shapes. **Held out**: the 512/512 and
 2048/256 shapes. **Never fitted**: Gemma 3 27B (another model, with sliding-window layers; bf16 and fp8),
-Mixtral-8x7B (sitting 8: an MoE of 8 wide experts, top-2) and every **tensor-parallel** point (TP=2 on 2×H200:
-the parallel model must carry over from one GPU), and sittings 5–8 (the MoE decode ladder and bursts on other
-machines; long closed loops and Poisson arrivals with length spreads, priced by the step simulator through
-`validate compare`; FP8 KV cache and lone MoE prompts — all predicted before they ran; the model changed after
-sitting 6's bursts and after sitting 7, see the measurement log).
+Mixtral-8x7B (sitting 8: an MoE of 8 wide experts, top-2), DeepSeek-V2-Lite (sitting 9: MLA with 64 small experts,
+top-6) and gpt-oss-20b (sitting 9: native MXFP4 experts, sliding windows, attention sinks), every
+**tensor-parallel** point (TP=2 on 2×H200: the parallel model must carry over from one GPU), and sittings 5–9 (the
+MoE decode ladder and bursts on other machines; long closed loops and Poisson arrivals with length spreads, priced
+by the step simulator through `validate compare`; FP8 KV cache and lone MoE prompts; prompts sharing 50 and 90 % of
+their tokens, priced at the prefix-cache hit rate the engine's counters read — all predicted before they ran; the
+model changed after sitting 6's bursts and after sitting 7, see the measurement log).
 fp8 refits only the kernels that touch the weights (bandwidth, GEMM efficiency); its overheads and
-attention come from the bf16 fit. Two MoE points are excluded with their reason in
-`excluded.json` (kernels compiling during the point). TTFT and ITL are means over requests;
+attention come from the bf16 fit. Six MoE points are excluded with their reason in
+`excluded.json`: two of sitting 1 (kernels compiling during the point) and four DeepSeek-V2-Lite decode points of
+sitting 9, whose median ITL is below the roofline of one decode step at their mean batch with uniform expert
+routing (random dummy weights route that model's batch to few experts; `validate compare` flags such points). TTFT and ITL are means over requests;
 requests/s is completed ÷ (last end − first start). Predictions written before each sitting ran are
 in `data/predictions/*.before.jsonl`; the model changed after sitting 4 (host floor, admission, hybrid
 KV rule, below), after sitting 5 (a burst's first prefill steps priced as full steps; the SGLang
