@@ -332,7 +332,7 @@ class _DecodeRun:
     priced as far as they are asked for: a few steps one at a time in plain floats, more in one vectorized call
     (`Stepper.decode_run_s`, the same values; the cumulative sums in the same order either way)."""
 
-    FEW = 48  # steps priced one at a time; more go to numpy (its fixed cost is that of ~50 plain steps)
+    FEW = 96  # steps priced one at a time; more go to numpy (its fixed cost is that of some 50–100 plain steps)
 
     def __init__(self, stepper: Stepper, d: int, mean_ctx: float, longest: int) -> None:
         self.stepper, self.d, self.mean_ctx, self.longest = stepper, d, mean_ctx, longest
