@@ -152,6 +152,8 @@ def _scenario_args(p: argparse.ArgumentParser, with_load: bool = True) -> None:
                        help="closed loops: pause between a reply and the next request")
         p.add_argument("--seed", type=_int_in(0, 2**32 - 1), default=0, help="simulator: arrivals and lengths")
     p.add_argument("--price-usd-per-gpu-hour", type=_price)
+    p.add_argument("--price-usd-per-kwh", type=_float_in(0.0, 100.0),
+                   help="electricity price: adds the energy per million output tokens at the GPUs' TDP (an upper bound)")
     p.add_argument("--gpu-memory-utilization", type=_float_in(0.0, 1.0, lo_open=True))
     p.add_argument("--max-num-seqs", type=_int_in(1, 1_000_000))
     p.add_argument("--max-num-batched-tokens", type=_int_in(1, 100_000_000))
@@ -253,6 +255,9 @@ def print_estimate_table(e) -> None:
         ("$/M output tokens", _fmt(e.usd_per_million_output_tokens)),
         ("$/M total tokens", _fmt(e.usd_per_million_total_tokens)),
         ("price per GPU-hour", _fmt(e.price_usd_per_gpu_hour, " $")),
+        ("energy per output token (at TDP, at most)", _fmt(e.joules_per_output_token_at_most, " J")),
+        *([("$/M output tokens, electricity at TDP", _fmt(e.usd_per_million_output_tokens_energy))]
+          if e.usd_per_million_output_tokens_energy is not None else []),
         ("calibration", e.calibration),
         ("load model", f"{e.method}: {e.regime}"),
     ]

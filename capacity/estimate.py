@@ -18,7 +18,7 @@ from capacity.load import parse_load
 from capacity.plan import Plan, make_plan
 from capacity.steptime import step_parts
 from capacity.workload import Extras, LoadResult, Slots, burst, closed_loop, open_loop
-from capacity.cost import usd_per_million_tokens
+from capacity.cost import energy_fields, usd_per_million_tokens
 from capacity.bounds import bound_of_step, decode_compute_bound_batch, ideal_bounds
 from capacity.errors import WorkloadError
 from capacity.kv import attended_tokens_prefill
@@ -43,6 +43,7 @@ class Scenario(BaseModel):
     osl: int = Field(128, description="output tokens per request")
     load: str = "sync"
     price_usd_per_gpu_hour: float | None = Field(None, gt=0, le=1e4)
+    price_usd_per_kwh: float | None = Field(None, ge=0, le=100, description="electricity, for the energy term")
     calibration: str | None = Field(None, description="path to a calibration file; default: the shipped one")
     gpu_memory_utilization: float | None = Field(None, gt=0, le=1)
     max_num_seqs: int | None = Field(None, ge=1, le=1_000_000)
@@ -118,6 +119,11 @@ class Estimate(BaseModel):
     usd_per_million_input_tokens: float | None
     usd_per_million_output_tokens: float | None
     usd_per_million_total_tokens: float | None
+    power_w_at_tdp: float = Field(0.0, description="the GPUs' board power limit: what they draw at most")
+    joules_per_output_token_at_most: float | None = Field(
+        None, description="at the GPUs' TDP (an upper bound: sitting 9 on an H200 drew 27-90 % of it, dummy weights)")
+    usd_per_million_output_tokens_energy: float | None = Field(
+        None, description="electricity per million output tokens at TDP, with --price-usd-per-kwh")
     calibration: str = Field(description="engine/gpu/precision of the calibration used")
     calibration_source: str = ""
     intervals: dict[str, tuple[float, float]] = Field(default_factory=dict)
@@ -322,6 +328,7 @@ def estimate_with_calibration(s: Scenario, calibration: Calibration | None) -> E
         usd_per_million_input_tokens=usd_per_million_tokens(fleet_price, rps * s.isl),
         usd_per_million_output_tokens=usd_per_million_tokens(fleet_price, out_tps),
         usd_per_million_total_tokens=usd_per_million_tokens(fleet_price, tot_tps),
+        **energy_fields(gpu.tdp_watts * s.num_gpus, out_tps, s.price_usd_per_kwh),
         calibration=cal.label, calibration_source=cal.source, intervals=intervals, method="bound" if s.ideal else method,
         regime=regime,
         notes=notes,

@@ -68,3 +68,36 @@ def test_summary_gauges_and_flags():
 
 def test_no_metrics_no_summary():
     assert summarize([Sample(t_s=0, values={}), Sample(t_s=1, values={})]) is None
+
+
+def test_energy_at_tdp_bounds_every_measured_point():
+    """The estimate's energy term is the GPUs' TDP over the output rate, and it is an upper bound: every committed
+    point with NVML power drew less than the H200's 700 W on average (sitting 9: 190-630 W; single 0.5-s samples
+    reach 708 W, power limiting acts over a window), so its measured joules per output
+    token sit below TDP x duration / output tokens. The electricity cost is that energy at the price per kWh."""
+    import glob
+    import json
+    from pathlib import Path
+
+    from capacity import Scenario, estimate
+    from capacity.hardware import load_gpu
+
+    tdp_w = load_gpu("h200-sxm").tdp_watts
+    root = Path(__file__).resolve().parents[1] / "data/measurements/h200"
+    seen = 0
+    for f in glob.glob(str(root / "*/*/*/*/points.jsonl")):
+        for line in open(f):
+            p = json.loads(line)
+            g = p.get("gpu_telemetry")
+            if not g or g.get("mean_power_w") is None or not p["total_output_tokens"]:
+                continue
+            seen += 1
+            assert 0 < g["mean_power_w"] <= tdp_w and g["max_power_w"] <= 1.05 * tdp_w, (f, p["load"])
+            assert g["joules_per_output_token"] <= tdp_w * p["duration_s"] / p["total_output_tokens"], (f, p["load"])
+    assert seen >= 29
+    e = estimate(Scenario(model="meta-llama/Llama-3.1-8B", gpu="h200-sxm", isl=1024, osl=128, load="concurrency:8",
+                          price_usd_per_kwh=0.12))
+    assert e.power_w_at_tdp == tdp_w
+    assert e.joules_per_output_token_at_most == pytest.approx(tdp_w / e.output_tokens_per_s)
+    assert e.usd_per_million_output_tokens_energy == pytest.approx(e.joules_per_output_token_at_most * 1e6 / 3.6e6 * 0.12)
+    assert estimate(Scenario(model="meta-llama/Llama-3.1-8B", gpu="h200-sxm")).usd_per_million_output_tokens_energy is None
