@@ -375,10 +375,10 @@ class _DecodeRun:
                 if t + acc >= t_event:
                     return j + 1
             return self.longest
-        new = self._extend(within)
-        j = int(np.searchsorted(t + new, t_event)) + 1  # steps 2 … within
-        if j <= len(new):
-            return j + 1
+        new = self._extend(within)  # new[i]: the end of step i + 2
+        i = int(np.searchsorted(t + new, t_event))
+        if i < len(new):
+            return i + 2
         if within < self.longest:  # not reached after all (rounding): price the whole run
             self._extend(self.longest)
             return min(int(np.searchsorted(t + np.asarray(self.cum), t_event)) + 1, self.longest)

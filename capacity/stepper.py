@@ -188,8 +188,8 @@ class Stepper:
         return price
 
     def _decode_pricer(self, d: float):
-        m = self.costs.arch
-        full, sliding, window = m.num_full_layers, m.num_sliding_layers, m.sliding_window or 0
+        full, sliding, window = self._layers
+        window = window or 0
 
         def keys(ctx: float) -> float:  # kv.cached_tokens of one context
             return full * ctx + sliding * min(ctx, window)
