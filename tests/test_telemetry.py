@@ -101,3 +101,35 @@ def test_energy_at_tdp_bounds_every_measured_point():
     assert e.joules_per_output_token_at_most == pytest.approx(tdp_w / e.output_tokens_per_s)
     assert e.usd_per_million_output_tokens_energy == pytest.approx(e.joules_per_output_token_at_most * 1e6 / 3.6e6 * 0.12)
     assert estimate(Scenario(model="meta-llama/Llama-3.1-8B", gpu="h200-sxm")).usd_per_million_output_tokens_energy is None
+
+
+def _gpu_here() -> bool:
+    import importlib.util
+    import shutil
+    return shutil.which("nvidia-smi") is not None or importlib.util.find_spec("pynvml") is not None
+
+
+def test_gpu_telemetry_absent_says_why():
+    """Without NVML and nvidia-smi (the CPU build) there is no reader and the reason names both."""
+    from validate.gpu_telemetry import open_reader
+
+    if _gpu_here():
+        pytest.skip("a GPU reader exists on this machine; test_gpu_telemetry_samples covers it")
+    reader, why = open_reader()
+    assert reader is None and why.startswith("no GPU telemetry (") and "nvml" in why and "nvidia-smi" in why
+
+
+def test_gpu_telemetry_samples():
+    """On a GPU machine: a second of samples gives a positive power and an energy over the window."""
+    if not _gpu_here():
+        pytest.skip("no GPU on this machine (no nvidia-smi, no pynvml): the NVML path runs on the device sittings")
+    import time
+
+    from validate.gpu_telemetry import GpuSampler, open_reader
+
+    reader, why = open_reader()
+    assert reader is not None, why
+    with GpuSampler(reader, interval_s=0.2) as sampler:
+        time.sleep(1.0)
+    summary = sampler.summary(duration_s=1.0, output_tokens=100, requests=1)
+    assert summary.samples >= 3 and summary.mean_power_w > 0 and summary.energy_j > 0
