@@ -376,10 +376,11 @@ together with the pure-decode step windows in the logs of those servers that ran
 2048/256 shapes. **Never fitted**: Gemma 3 27B (another model, with sliding-window layers; bf16 and fp8),
 Mixtral-8x7B (sitting 8: an MoE of 8 wide experts, top-2), DeepSeek-V2-Lite (sitting 9: MLA with 64 small experts,
 top-6) and gpt-oss-20b (sitting 9: native MXFP4 experts, sliding windows, attention sinks), every
-**tensor-parallel** point (TP=2 on 2×H200: the parallel model must carry over from one GPU), and sittings 5–9 (the
+**tensor-parallel** point (TP=2 on 2×H200: the parallel model must carry over from one GPU), and sittings 5–10 (the
 MoE decode ladder and bursts on other machines; long closed loops and Poisson arrivals with length spreads, priced
 by the step simulator through `validate compare`; FP8 KV cache and lone MoE prompts; prompts sharing 50 and 90 % of
-their tokens, priced at the prefix-cache hit rate the engine's counters read — all predicted before they ran; the
+their tokens, priced at the prefix-cache hit rate the engine's counters read; gpt-oss-20b's Poisson passes of sitting
+10 — all predicted before they ran; the
 model changed after sitting 6's bursts and after sitting 7, see the measurement log).
 fp8 refits only the kernels that touch the weights (bandwidth, GEMM efficiency); its overheads and
 attention come from the bf16 fit. Six MoE points are excluded with their reason in
