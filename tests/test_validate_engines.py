@@ -42,6 +42,7 @@ def test_sglang_argv():
     argv = sglang.build_command(FULL).argv
     assert argv == ["/py/bin/python", "-m", "sglang.launch_server", "--model-path", "/m/llama",
                     "--served-model-name", "llama", "--load-format", "dummy", "--host", "127.0.0.1", "--port", "8123",
+                    "--enable-metrics",  # its /metrics, read per point (validate.telemetry)
                     "--dtype", "bfloat16", "--quantization", "fp8", "--kv-cache-dtype", "fp8", "--tp-size", "2",
                     "--context-length", "8192", "--mem-fraction-static", "0.9", "--max-running-requests", "256",
                     "--enforce-eager"]
