@@ -15,56 +15,33 @@ from pathlib import Path
 from typing import Any, Literal
 
 from validate.errors import ImportFormatError
-from validate.importers.common import (SECONDS_PER, ImportedRun, NonNegative, PositiveCount, Rate, Strict, load_json,
-                                       make_metadata, make_point, rounded, validated, whole)
+from validate.importers.common import (SECONDS_PER, ImportedRun, PositiveCount, Rate, RequestRateStat, Stat, Strict,
+                                       TimeStat, TokenRateStat, TokenStat, fields_of, load_json, make_metadata,
+                                       make_point, rounded, validated, whole)
 
-TimeUnit = Literal["ns", "us", "ms", "s", "sec"]
 SUMMARY_FILE = "profile_export_aiperf.json"
 
 
-class _Stat(Strict):
-    avg: NonNegative | None = None
-    p50: NonNegative | None = None
-    p90: NonNegative | None = None
-    p99: NonNegative | None = None
-
-
-class _Time(_Stat):
-    unit: TimeUnit
-
-
-class _Requests(_Stat):
+class _Requests(Stat):
     unit: Literal["requests"]
 
 
-class _Tokens(_Stat):
-    unit: Literal["tokens"]
-
-
-class _RequestRate(_Stat):
-    unit: Literal["requests/sec"]
-
-
-class _TokenRate(_Stat):
-    unit: Literal["tokens/sec"]
-
-
 class _Metrics(Strict):
-    request_throughput: _RequestRate | None = None
-    output_token_throughput: _TokenRate | None = None
-    total_token_throughput: _TokenRate | None = None
+    request_throughput: RequestRateStat | None = None
+    output_token_throughput: TokenRateStat | None = None
+    total_token_throughput: TokenRateStat | None = None
     request_count: _Requests | None = None
     error_request_count: _Requests | None = None
-    benchmark_duration: _Time | None = None
-    time_to_first_token: _Time | None = None
-    ttft: _Time | None = None
-    inter_token_latency: _Time | None = None
-    inter_chunk_latency: _Time | None = None
-    request_latency: _Time | None = None
-    input_sequence_length: _Tokens | None = None
-    output_sequence_length: _Tokens | None = None
-    total_isl: _Tokens | None = None
-    total_osl: _Tokens | None = None
+    benchmark_duration: TimeStat | None = None
+    time_to_first_token: TimeStat | None = None
+    ttft: TimeStat | None = None
+    inter_token_latency: TimeStat | None = None
+    inter_chunk_latency: TimeStat | None = None
+    request_latency: TimeStat | None = None
+    input_sequence_length: TokenStat | None = None
+    output_sequence_length: TokenStat | None = None
+    total_isl: TokenStat | None = None
+    total_osl: TokenStat | None = None
 
 
 class _Phase(Strict):
@@ -117,13 +94,7 @@ def is_aiperf_summary(data: Any, path: Path) -> bool:
             or (isinstance(config, dict) and any(k in config for k in ("loadgen", "phases", "models"))))
 
 
-def _stats(stat: _Stat | None, prefix: str) -> dict[str, float | None]:
-    scale = SECONDS_PER[stat.unit] if isinstance(stat, _Time) else 1.0
-    values = (stat.avg, stat.p50, stat.p90, stat.p99) if stat else (None,) * 4
-    return {f"{s}_{prefix}": None if v is None else v * scale for s, v in zip(("mean", "median", "p90", "p99"), values)}
-
-
-def _avg(stat: _Stat | None) -> float | None:
+def _avg(stat: Stat | None) -> float | None:
     return stat.avg if stat else None
 
 
@@ -181,8 +152,9 @@ def import_summary(raw: dict[str, Any], path: Path, argv: list[str]) -> Imported
         failed=whole(_avg(m.error_request_count), where + "error_request_count.avg") or 0,
         duration_s=duration, requests_per_s=rps, output_tokens_per_s=output_rate,
         total_tokens_per_s=_avg(m.total_token_throughput) or output_rate + (input_rate or 0.0),
-        input_tokens_per_s=input_rate, **_stats(m.time_to_first_token or m.ttft, "ttft_s"),
-        **_stats(itl, "itl_s"), **_stats(m.inter_token_latency, "tpot_s"), **_stats(m.request_latency, "e2e_latency_s"),
+        input_tokens_per_s=input_rate, **fields_of(m.time_to_first_token or m.ttft, "ttft_s"),
+        **fields_of(itl, "itl_s"), **fields_of(m.inter_token_latency, "tpot_s"),
+        **fields_of(m.request_latency, "e2e_latency_s"),
         isl=_avg(m.input_sequence_length), osl=_avg(m.output_sequence_length), total_input_tokens=total_in or 0,
         total_output_tokens=total_out or 0, warmup_requests=warmup, source="aiperf")
     model = model_name(summary.input_config)

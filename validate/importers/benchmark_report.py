@@ -19,7 +19,7 @@ from pydantic import Field, ValidationError
 
 from validate.errors import ImportFormatError, one_line
 from validate.importers.common import (Count, ImportedRun, NonNegative, Strict, make_metadata, make_point, rounded,
-                                       validated)
+                                       stat_fields, validated)
 from validate.results import PointResult
 
 EXPORT_TOOL = "llm-capacity-validate"
@@ -165,9 +165,9 @@ def is_benchmark_report(data: Any) -> bool:
 
 
 def _stats(s: _Statistics | None, prefix: str) -> dict[str, float | None]:
-    scale = TIME_SCALE.get(s.units, 1.0) if s else 1.0
-    values = (s.mean, s.p50, s.p90, s.p99) if s else (None,) * 4
-    return {f"{k}_{prefix}": None if v is None else v * scale for k, v in zip(("mean", "median", "p90", "p99"), values)}
+    if s is None:
+        return stat_fields(prefix, None)
+    return stat_fields(prefix, (s.mean, s.p50, s.p90, s.p99), TIME_SCALE.get(s.units, 1.0))
 
 
 def _mean(s: _Statistics | None) -> float | None:

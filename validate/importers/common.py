@@ -10,7 +10,7 @@ import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -38,6 +38,48 @@ SECONDS_PER = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0, "sec": 1.0}
 
 class Strict(BaseModel):
     model_config = ConfigDict(strict=True, extra="ignore")
+
+
+def stat_fields(prefix: str, values: tuple[float | None, ...] | None, scale: float = 1.0) -> dict[str, float | None]:
+    """PointResult's mean/median/p90/p99 fields of one metric from (mean, p50, p90, p99) in a tool's unit."""
+    values = values or (None,) * len(STATS)
+    return {f"{k}_{prefix}": None if v is None else v * scale for k, v in zip(STATS, values)}
+
+
+TimeUnit = Literal["ns", "us", "ms", "s", "sec"]
+
+
+class Stat(Strict):
+    """AIPerf's and genai-perf's statistic object: {avg, p50, p90, p99, ..., unit}."""
+
+    avg: NonNegative | None = None
+    p50: NonNegative | None = None
+    p90: NonNegative | None = None
+    p99: NonNegative | None = None
+
+    def fields(self, prefix: str) -> dict[str, float | None]:
+        scale = SECONDS_PER[self.unit] if isinstance(self, TimeStat) else 1.0
+        return stat_fields(prefix, (self.avg, self.p50, self.p90, self.p99), scale)
+
+
+class TimeStat(Stat):
+    unit: TimeUnit
+
+
+class TokenStat(Stat):
+    unit: Literal["tokens"]
+
+
+class RequestRateStat(Stat):
+    unit: Literal["requests/sec"]
+
+
+class TokenRateStat(Stat):
+    unit: Literal["tokens/sec"]
+
+
+def fields_of(stat: Stat | None, prefix: str) -> dict[str, float | None]:
+    return stat.fields(prefix) if stat is not None else stat_fields(prefix, None)
 
 
 @dataclass

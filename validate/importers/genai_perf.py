@@ -15,37 +15,13 @@ from pathlib import Path
 from typing import Any, Literal
 
 from validate.errors import ImportFormatError
-from validate.importers.common import (SECONDS_PER, ImportedRun, NonNegative, PositiveCount, Rate, Strict,
-                                       make_metadata, make_point, rounded, validated, whole)
-
-TimeUnit = Literal["ns", "us", "ms", "s", "sec"]
-
-
-class _Stat(Strict):
-    avg: NonNegative | None = None
-    p50: NonNegative | None = None
-    p90: NonNegative | None = None
-    p99: NonNegative | None = None
+from validate.importers.common import (ImportedRun, PositiveCount, Rate, RequestRateStat, Stat, Strict, TimeStat,
+                                       TokenRateStat, TokenStat, fields_of, make_metadata, make_point, rounded,
+                                       validated, whole)
 
 
-class _Time(_Stat):
-    unit: TimeUnit
-
-
-class _Tokens(_Stat):
-    unit: Literal["tokens"]
-
-
-class _Count(_Stat):
+class _Count(Stat):
     unit: Literal["count", "requests"]
-
-
-class _RequestRate(_Stat):
-    unit: Literal["requests/sec"]
-
-
-class _TokenRate(_Stat):
-    unit: Literal["tokens/sec"]
 
 
 class _Stimulus(Strict):
@@ -69,14 +45,14 @@ class _InputConfig(Strict):
 
 
 class _Report(Strict):
-    request_throughput: _RequestRate
-    output_token_throughput: _TokenRate | None = None
+    request_throughput: RequestRateStat
+    output_token_throughput: TokenRateStat | None = None
     request_count: _Count | None = None
-    request_latency: _Time | None = None
-    time_to_first_token: _Time | None = None
-    inter_token_latency: _Time | None = None
-    input_sequence_length: _Tokens | None = None
-    output_sequence_length: _Tokens | None = None
+    request_latency: TimeStat | None = None
+    time_to_first_token: TimeStat | None = None
+    inter_token_latency: TimeStat | None = None
+    input_sequence_length: TokenStat | None = None
+    output_sequence_length: TokenStat | None = None
     input_config: _InputConfig
 
 
@@ -86,12 +62,6 @@ def is_genai_perf(data: Any, path: Path) -> bool:
     config = data.get("input_config")
     return path.name.endswith("_genai_perf.json") or (isinstance(config, dict) and any(
         k in config for k in ("formatted_model_name", "service_kind", "perf_analyzer", "model_names")))
-
-
-def _stats(stat: _Stat | None, prefix: str) -> dict[str, float | None]:
-    scale = SECONDS_PER[stat.unit] if isinstance(stat, _Time) else 1.0
-    values = (stat.avg, stat.p50, stat.p90, stat.p99) if stat else (None,) * 4
-    return {f"{s}_{prefix}": None if v is None else v * scale for s, v in zip(("mean", "median", "p90", "p99"), values)}
 
 
 def _load(config: _InputConfig, where: str) -> str:
@@ -118,14 +88,14 @@ def import_genai_perf(raw: dict[str, Any], path: Path, argv: list[str]) -> Impor
                         "its rates and latencies but stores 0 requests over 0 s, and validate compare skips it")
     isl = report.input_sequence_length.avg if report.input_sequence_length else None
     output_rate = report.output_token_throughput.avg if report.output_token_throughput else None
-    tpot = _stats(report.inter_token_latency, "tpot_s")
+    tpot = fields_of(report.inter_token_latency, "tpot_s")
     point = make_point(
         str(path), load=_load(report.input_config, str(path)), completed=completed, failed=0,
         duration_s=completed / rps if completed and rps else 0.0, requests_per_s=rps,
         output_tokens_per_s=output_rate or 0.0, total_tokens_per_s=(output_rate or 0.0) + rps * (isl or 0.0),
-        input_tokens_per_s=rps * isl if isl is not None else None, **_stats(report.time_to_first_token, "ttft_s"),
+        input_tokens_per_s=rps * isl if isl is not None else None, **fields_of(report.time_to_first_token, "ttft_s"),
         **{k.replace("tpot", "itl"): v for k, v in tpot.items()}, **tpot,
-        **_stats(report.request_latency, "e2e_latency_s"), isl=isl,
+        **fields_of(report.request_latency, "e2e_latency_s"), isl=isl,
         osl=report.output_sequence_length.avg if report.output_sequence_length else None, source="genai-perf")
     config = report.input_config
     model = (config.model or config.model_names or [None])[0]
