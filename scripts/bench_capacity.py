@@ -1,8 +1,6 @@
 """Speed figures for the capacity model (targets: one estimate <= 5 ms; 1,000,000-point grid <= 2 s).
 Run: python scripts/bench_capacity.py"""
 
-import time
-
 import numpy as np
 
 from capacity import Scenario, estimate
@@ -13,14 +11,7 @@ from capacity.estimate import run_load
 from capacity.hardware import load_gpu
 from capacity.plan import make_plan
 
-
-def best_of(fn, repeat: int) -> float:
-    times = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return min(times)
+from benchtime import best_of  # scripts/benchtime.py (this script runs from scripts/)
 
 
 def main() -> None:

@@ -18,6 +18,8 @@ from pathlib import Path
 from validate.fleet.jobs import expand
 from validate.fleet.plan import FleetPlan
 
+from benchtime import best_of  # scripts/benchtime.py (this script runs from scripts/)
+
 REPO = Path(__file__).resolve().parents[1]
 STUB = REPO / "tests" / "assets" / "stub-engine" / "python"
 TINY = REPO / "tests" / "assets" / "tiny-llama"
@@ -33,15 +35,6 @@ def thousand_configurations() -> dict:
                      "shape": [{"isl": 1024, "osl": 128}, {"isl": 128, "osl": 1024}]},
             "exclude": [{"gpu": "l40s", "tp": 1, "model": "Qwen/Qwen3-32B"}],
             "load": {"profile": "concurrency:1,2,4,8,16,32,64,128,256,512"}}
-
-
-def best_of(fn, repeat: int) -> float:
-    times = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return min(times)
 
 
 def bench_expand() -> None:
