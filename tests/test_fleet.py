@@ -94,11 +94,17 @@ def lines(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
+SAMPLED = ("samples", "mean_running", "max_running", "mean_waiting", "max_waiting", "max_kv_usage",
+           "kv_full_fraction")
+
+
 def comparable(folder: Path, indices: bool = True) -> dict:
     """A job folder without what differs between two runs of one command: times, ports, the --out path (and the
     request indices, which restart after a resume in `validate run` itself)."""
     def untimed(record: dict) -> dict:
         record = json.loads(PORT.sub("127.0.0.1:PORT", json.dumps(record)))  # each run's engine has its own port
+        if record.get("engine_telemetry"):  # gauges sampled once a second depend on timing; the counters do not
+            record["engine_telemetry"] = {k: v for k, v in record["engine_telemetry"].items() if k not in SAMPLED}
         return {k: v for k, v in record.items()
                 if not (k.endswith("_s") or k.endswith("_per_s") or k in ("mean_concurrency", "itls_s"))}
 
