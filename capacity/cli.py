@@ -154,15 +154,24 @@ def _scenario_args(p: argparse.ArgumentParser, with_load: bool = True) -> None:
     p.add_argument("--price-usd-per-gpu-hour", type=_price)
     p.add_argument("--price-usd-per-kwh", type=_float_in(0.0, 100.0),
                    help="electricity price: adds the energy per million output tokens at the GPUs' TDP (an upper bound)")
+    _limit_args(p)
+    p.add_argument("--spec-acceptance", type=_float_in(0.0, 1.0, hi_open=True), default=0.0, help="speculative decoding acceptance rate")
+    p.add_argument("--spec-draft-tokens", type=_int_in(0, 64), default=0)
+    p.add_argument("--spec-draft-cost", type=_float_in(0.0, 10.0), default=0.0, help="draft step time / target decode step time")
+
+
+def _limit_args(p: argparse.ArgumentParser) -> None:
+    """The engine limits and the cache state, shared by estimate, simulate, size and sweep."""
     p.add_argument("--gpu-memory-utilization", type=_float_in(0.0, 1.0, lo_open=True))
     p.add_argument("--max-num-seqs", type=_int_in(1, 1_000_000))
     p.add_argument("--max-num-batched-tokens", type=_int_in(1, 100_000_000))
     p.add_argument("--max-model-len", type=_int_in(1, 100_000_000))
     p.add_argument("--max-cudagraph-tokens", type=_int_in(0, 10_000_000), help="largest CUDA graph in tokens (0 = eager; default: the engine's)")
     p.add_argument("--prefix-hit-rate", type=_float_in(0.0, 1.0, hi_open=True), default=0.0, help="share of prompt tokens already cached")
-    p.add_argument("--spec-acceptance", type=_float_in(0.0, 1.0, hi_open=True), default=0.0, help="speculative decoding acceptance rate")
-    p.add_argument("--spec-draft-tokens", type=_int_in(0, 64), default=0)
-    p.add_argument("--spec-draft-cost", type=_float_in(0.0, 10.0), default=0.0, help="draft step time / target decode step time")
+
+
+SWEEP_OPTIONS = ("gpu_memory_utilization", "max_num_seqs", "max_num_batched_tokens", "max_model_len",
+                 "max_cudagraph_tokens", "prefix_hit_rate", "expert_parallel", "calibration")
 
 
 def _length_dist(text: str) -> tuple[str, float]:
@@ -426,8 +435,9 @@ def cmd_sweep(a) -> int:
     rows = math.prod(map(len, (a.model, a.gpu, a.precision, a.tp, a.isl, a.osl, a.load_values)))
     if rows > SWEEP_MAX_ROWS:
         raise InputError(f"the grid has {rows:,} rows; at most {SWEEP_MAX_ROWS:,} per sweep: split it")
+    options = {k: getattr(a, k) for k in SWEEP_OPTIONS if getattr(a, k) not in (None, False)}
     df = sweep_grid(a.model, a.gpu, a.precision, a.isl, a.osl, a.load_kind, a.load_values, a.tp, a.kv_precision,
-                    a.engine, a.ideal, a.price_usd_per_gpu_hour)
+                    a.engine, a.ideal, a.price_usd_per_gpu_hour, options)
     fitting = df[df["fits"].astype(bool)] if "fits" in df else df
     for col in SWEEP_RESULT_COLUMNS:
         if col in fitting and len(fitting):
@@ -527,6 +537,9 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--engine", default="vllm", choices=tuple(PROFILES))
     s.add_argument("--ideal", action="store_true")
     s.add_argument("--price-usd-per-gpu-hour", type=_price)
+    s.add_argument("--expert-parallel", action="store_true", help="split MoE experts across the TP GPUs")
+    s.add_argument("--calibration", help="calibration JSON (default: the shipped one for engine/GPU/precision)")
+    _limit_args(s)
     s.add_argument("--out", default="sweep.csv", help=".csv or .parquet")
     s.set_defaults(func=cmd_sweep)
     z = sub.add_parser("size", help="GPUs needed for a target request rate under TTFT and ITL objectives")

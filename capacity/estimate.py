@@ -144,7 +144,10 @@ def _check_lengths(s: Scenario) -> None:
 
 
 def plan_for(s: Scenario) -> Plan:
-    """The deployment plan of a scenario (raises DoesNotFitError and friends with the reason)."""
+    """The deployment plan of a scenario: weights, memory, engine limits and step costs, all independent of the
+    calibration, so one plan serves every calibration a fit tries (raises DoesNotFitError and friends with the
+    reason)."""
+    _check_lengths(s)
     gpu = load_gpu(s.gpu)
     profile = engine_profile("ideal" if s.ideal else s.engine, gpu.usable_memory_bytes, s.tp, gpu_memory_utilization=s.gpu_memory_utilization,
                              max_num_seqs=s.max_num_seqs, max_num_batched_tokens=s.max_num_batched_tokens,
@@ -248,11 +251,18 @@ def estimate(s: Scenario) -> Estimate:
 
 def estimate_with_calibration(s: Scenario, calibration: Calibration | None) -> Estimate:
     """`estimate` with an explicit calibration (None: --ideal, --calibration or the shipped one)."""
-    _check_lengths(s)
-    load = parse_load(s.load)
     plan = plan_for(s)
-    model, gpu, profile = plan.model, plan.gpu, plan.profile
     cal = calibration if calibration is not None and not s.ideal else calibration_for(s, plan)
+    return predict(plan, cal, s)
+
+
+METRICS = ("ttft_s", "itl_s", "e2e_latency_s", "requests_per_s", "output_tokens_per_s", "total_tokens_per_s", "running")
+
+
+def predicted_load(plan: Plan, cal: Calibration, s: Scenario) -> tuple[LoadResult, str, str]:
+    """The load model's answer for one replica (the bound with --ideal), the method used and the regime it
+    describes: what `predict` builds its Estimate from, and all a calibration fit needs."""
+    load = parse_load(s.load)
     method = resolved_method(s, load.kind)
     if s.ideal:
         b = ideal_bounds(plan, s.isl, s.osl, load.kind, load.value, s.prefix_hit_rate)
@@ -261,14 +271,34 @@ def estimate_with_calibration(s: Scenario, calibration: Calibration | None) -> E
                                                       "decode_step_s", "prefill_step_s")), np.asarray(False))
         regime = ("a bound, not a prediction: the TTFT and ITL no engine undercuts and the throughput no engine "
                   "exceeds on this hardware (roofline, all memory after the weights as KV cache, no engine limits)")
-    elif method == "simulate":
+        return r, "bound", regime
+    if method == "simulate":
         r, regime = simulated_load(plan, cal, s, load.kind, load.value)
-    else:
-        r = run_load(plan, cal, s, s.isl, s.osl, load.kind, load.value)
-        regime = ("steady state of an endless load" if load.kind in ("concurrency", "rate") and s.num_requests is None
-                  else "a benchmark as run: clients start together (closed forms)")
-    f = {k: float(np.asarray(getattr(r, k))) for k in ("ttft_s", "itl_s", "e2e_latency_s", "requests_per_s",
-                                                      "output_tokens_per_s", "total_tokens_per_s", "running")}
+        return r, method, regime
+    r = run_load(plan, cal, s, s.isl, s.osl, load.kind, load.value)
+    regime = ("steady state of an endless load" if load.kind in ("concurrency", "rate") and s.num_requests is None
+              else "a benchmark as run: clients start together (closed forms)")
+    return r, method, regime
+
+
+def predicted_metrics(plan: Plan, cal: Calibration, s: Scenario) -> dict[str, float]:
+    """The Estimate's load figures for the whole deployment (replicas included), without the rest of the
+    Estimate (bounds, notes, card): the cheap path a calibration fit evaluates thousands of times."""
+    r, _, _ = predicted_load(plan, cal, s)
+    f = {k: float(np.asarray(getattr(r, k))) for k in METRICS}
+    for k in ("requests_per_s", "output_tokens_per_s", "total_tokens_per_s", "running"):
+        f[k] *= plan.replicas
+    return f
+
+
+def predict(plan: Plan, cal: Calibration, s: Scenario) -> Estimate:
+    """The Estimate of scenario `s` on its plan (`plan_for(s)`, calibration-independent: build it once) with
+    calibration `cal`. `estimate` is plan_for + calibration_for + predict."""
+    load = parse_load(s.load)
+    model, gpu, profile = plan.model, plan.gpu, plan.profile
+    method = resolved_method(s, load.kind)
+    r, _, regime = predicted_load(plan, cal, s)
+    f = {k: float(np.asarray(getattr(r, k))) for k in METRICS}
     reps = plan.replicas
     rps, out_tps, tot_tps = f["requests_per_s"] * reps, f["output_tokens_per_s"] * reps, f["total_tokens_per_s"] * reps
     price = s.price_usd_per_gpu_hour or gpu.price_usd_per_gpu_hour

@@ -9,24 +9,25 @@ import math
 import numpy as np
 import pandas as pd
 
-from capacity.architecture import load_model
-from capacity.calibration import IDEAL, find_calibration
-from capacity.engine import engine_profile
 from capacity.errors import CapacityError, WorkloadError
-from capacity.estimate import Scenario, run_load
+from capacity.estimate import Scenario, calibration_for, plan_for, run_load
 from capacity.formulas import compiled
-from capacity.hardware import load_gpu
-from capacity.plan import make_plan
 
 
 def sweep_grid(models: list[str], gpus: list[str], precisions: list[str], isls: list[int], osls: list[int],
                load_kind: str, load_values: list[float], tps: list[int] = (1,), kv_precision: str = "bf16",
-               engine: str = "vllm", ideal: bool = False, price_usd_per_gpu_hour: float | None = None) -> pd.DataFrame:
+               engine: str = "vllm", ideal: bool = False, price_usd_per_gpu_hour: float | None = None,
+               options: dict | None = None) -> pd.DataFrame:
+    """Every (model, GPU, precision, TP) × lengths × load values. `options`: any other Scenario fields (engine
+    limits, expert parallel, calibration file, prefix hit rate), applied to every row as `capacity estimate`
+    applies them: each row equals the estimate of its scenario."""
     _check_grid(isls, osls, load_values, tps)
     frames = []
     for model_id, gpu_id, precision, tp in itertools.product(models, gpus, precisions, tps):
-        frames.append(_one_plan(model_id, gpu_id, precision, tp, isls, osls, load_kind, load_values,
-                                kv_precision, engine, ideal, price_usd_per_gpu_hour))
+        base = Scenario(model=model_id, gpu=gpu_id, precision=precision, tp=tp, num_gpus=tp, kv_precision=kv_precision,
+                        engine=engine, ideal=ideal, price_usd_per_gpu_hour=price_usd_per_gpu_hour, isl=1, osl=1,
+                        **(options or {}))
+        frames.append(_one_plan(base, isls, osls, load_kind, load_values))
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
 
 
@@ -39,21 +40,22 @@ def _check_grid(isls, osls, load_values, tps) -> None:
         raise WorkloadError(f"load_values: expected positive finite numbers, got {list(load_values)[:10]!r}")
 
 
-def _one_plan(model_id, gpu_id, precision, tp, isls, osls, load_kind, load_values, kv_precision, engine, ideal, price):
+def _one_plan(s: Scenario, isls, osls, load_kind, load_values) -> pd.DataFrame:
+    """One plan (`plan_for`, as `capacity estimate` builds it; the lengths only decide which rows fit) and its
+    calibration, and the load model over every length and load value of the grid in one numpy pass."""
     I, O, V = (a.ravel() for a in np.meshgrid(np.asarray(isls, float), np.asarray(osls, float),
                                                 np.asarray(load_values, float), indexing="ij"))
-    base = {"model": model_id, "gpu": gpu_id, "precision": precision, "tp": tp, "isl": I, "osl": O,
+    base = {"model": s.model, "gpu": s.gpu, "precision": s.precision, "tp": s.tp, "isl": I, "osl": O,
             "load_kind": load_kind, "load_value": V}
     try:
-        model, gpu = load_model(model_id), load_gpu(gpu_id)
-        plan = make_plan(model, gpu, precision, kv_precision, engine_profile(engine, gpu.usable_memory_bytes, tp), tp, tp)
-    except CapacityError as exc:
+        plan = plan_for(s)
+    except CapacityError as exc:  # this combination does not run (the row says why); others may
         return pd.DataFrame({**base, "fits": False, "error": str(exc)})
-    cal = IDEAL if ideal else find_calibration(engine, gpu.id, plan.weight_format)
-    s = Scenario(model=model_id, gpu=gpu_id, precision=precision, tp=tp, num_gpus=tp, engine=engine, ideal=ideal)
+    cal = calibration_for(s, plan)  # a bad --calibration file stops the sweep
+    gpu, price = plan.gpu, s.price_usd_per_gpu_hour
     r = run_load(plan, cal, s, I, O, load_kind, V)
     fits = np.asarray(plan.max_concurrent(I + O)) >= 1
-    hourly = (price or gpu.price_usd_per_gpu_hour or np.nan) * tp
+    hourly = (price or gpu.price_usd_per_gpu_hour or np.nan) * s.num_gpus
     usd = compiled("usd_per_million_tokens")
     out_tps = np.where(fits, r.output_tokens_per_s, np.nan)
     tot_tps = np.where(fits, r.total_tokens_per_s, np.nan)

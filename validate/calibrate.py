@@ -10,7 +10,7 @@ prediction gets an interval; the held-out coverage of that interval is reported.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import date
 
 import numpy as np
@@ -19,7 +19,8 @@ from capacity import Scenario
 from capacity.architecture import load_model
 from capacity.calibration import Calibration, Efficiency, ResidualStats
 from capacity.errors import CapacityError
-from capacity.estimate import closed_form_gaps, estimate_with_calibration, plan_for
+from capacity.estimate import closed_form_gaps, plan_for, predict, predicted_metrics
+from capacity.plan import Plan
 from capacity.steptime import StepCosts, step_time_s
 from validate.compare import MeasuredRun, load_run, point_scenario
 from validate.errors import ValidateError
@@ -63,6 +64,16 @@ class Sample:
     shape: str
     scenario: Scenario
     measured: dict[str, float]
+    plan: Plan | None = field(default=None, compare=False, repr=False)  # plan_for(scenario), None: it does not plan
+
+    @classmethod
+    def planned(cls, label: str, shape: str, scenario: Scenario, measured: dict[str, float]) -> "Sample":
+        """A sample with its plan built once: the plan does not depend on the calibration a fit tries."""
+        try:
+            plan = plan_for(scenario)
+        except CapacityError:
+            plan = None
+        return cls(label, shape, scenario, measured, plan)
 
 
 def samples(runs: list[MeasuredRun]) -> list[Sample]:
@@ -78,7 +89,7 @@ def samples(runs: list[MeasuredRun]) -> list[Sample]:
             if closed_form_gaps(s, p.load.split(":")[0]):
                 continue
             meas = {pk: float(getattr(p, mk)) for mk, pk in FIT_METRICS.items() if getattr(p, mk)}
-            out.append(Sample(f"{s.model} {s.precision} {s.isl}x{s.osl} {p.load}", f"{s.isl}x{s.osl}", s, meas))
+            out.append(Sample.planned(f"{s.model} {s.precision} {s.isl}x{s.osl} {p.load}", f"{s.isl}x{s.osl}", s, meas))
     return out
 
 
@@ -146,11 +157,13 @@ def log_errors(data: list[Sample], eff: Efficiency, weighted: bool = False) -> n
     errs = []
     for d in data:
         try:
-            e = estimate_with_calibration(d.scenario, cal)
+            if d.plan is None:
+                raise CapacityError("does not plan")
+            e = predicted_metrics(d.plan, cal, d.scenario)
         except CapacityError:
             errs += [math.log(10)] * len(d.measured)
             continue
-        errs += [math.log(getattr(e, pk) / v) / (sigma(d, pk) if weighted else 1.0) for pk, v in d.measured.items()]
+        errs += [math.log(e[pk] / v) / (sigma(d, pk) if weighted else 1.0) for pk, v in d.measured.items()]
     return np.asarray(errs)
 
 
@@ -181,7 +194,7 @@ EXTRA_STARTS = ({"host_token_s": 5e-5, "admission_s": 1e-3, "eager_moe_layer_ove
 
 
 def fit(train: list[Sample], start: Efficiency | None = None, only: tuple[str, ...] | None = None,
-        steps: list[StepSample] = ()) -> Efficiency:
+        steps: list[StepSample] = (), extra_starts: bool = True) -> Efficiency:
     from scipy.optimize import least_squares
 
     start = start or Efficiency()
@@ -197,7 +210,8 @@ def fit(train: list[Sample], start: Efficiency | None = None, only: tuple[str, .
         eff = start.model_copy(update=dict(zip(names, x.tolist())))
         return np.concatenate([log_errors(train, eff, weighted=True), step_errors(list(steps), eff)])
 
-    guesses = [{}] + [g for g in ({k: v for k, v in e.items() if k in names} for e in EXTRA_STARTS) if g]
+    guesses = [{}] + ([g for g in ({k: v for k, v in e.items() if k in names} for e in EXTRA_STARTS) if g]
+                      if extra_starts else [])
     best = None
     for guess in guesses:
         first = start.model_copy(update=guess)
@@ -208,13 +222,20 @@ def fit(train: list[Sample], start: Efficiency | None = None, only: tuple[str, .
     return start.model_copy(update=dict(zip(names, (lo + scale * best.x).tolist())))
 
 
+def _plan(d: Sample) -> Plan:
+    return d.plan if d.plan is not None else plan_for(d.scenario)  # raises the reason it does not plan
+
+
 def residual_stats(data: list[Sample], eff: Efficiency) -> dict[str, ResidualStats]:
     cal = Calibration(engine="fit", efficiency=eff)
     by_metric: dict[str, list[float]] = {pk: [] for pk in FIT_METRICS.values()}
     for d in data:
-        e = estimate_with_calibration(d.scenario, cal)
+        for pk in d.measured:
+            by_metric.setdefault(pk, [])
+    for d in data:
+        e = predicted_metrics(_plan(d), cal, d.scenario)
         for pk, v in d.measured.items():
-            by_metric[pk].append(math.log(v / getattr(e, pk)))
+            by_metric[pk].append(math.log(v / e[pk]))
     out = {}
     for pk, r in by_metric.items():
         if len(r) >= 2:
@@ -271,7 +292,7 @@ def _errors(data: list[Sample], cal: Calibration) -> dict[str, float]:
     per: dict[str, list[float]] = {}
     inside: dict[str, list[bool]] = {}
     for d in data:
-        e = estimate_with_calibration(d.scenario, cal)
+        e = predict(_plan(d), cal, d.scenario)
         for pk, v in d.measured.items():
             per.setdefault(pk, []).append(abs(getattr(e, pk) / v - 1))
             if pk in e.intervals:
