@@ -121,22 +121,28 @@ def shipped_calibrations() -> dict[tuple[str, str, str], Calibration]:
     return out
 
 
-CALIBRATED_GPU = "h200-sxm"  # the only GPU measured so far
+CALIBRATED_GPU = "h200-sxm"  # the only GPU measured here so far
 NEAREST_PRECISION = {"bf16": "bf16", "fp8": "fp8", "nvfp4": "fp8", "mxfp4": "fp8", "int4": "bf16"}
+FP4_SIBLING = {"nvfp4": "mxfp4", "mxfp4": "nvfp4"}
+# the GPU whose calibration is the nearest stand-in: the same silicon in another package or at another power
+NEAREST_GPU = {"b300": "b200", "gb300": "gb200", "gb200": "b200", "h200-nvl": "h200-sxm", "h100-pcie": "h100-sxm",
+               "h100-nvl": "h100-sxm"}
 
 
 def find_calibration(engine: str, gpu: str, precision: str) -> Calibration:
-    """The shipped calibration for (engine, gpu, precision). Failing that, the same engine's calibration
-    from the measured GPU at the nearest precision, marked as an extrapolation (its factors are shares
-    of each GPU's own peaks, its overheads mostly CPU-side); else the literature defaults."""
+    """The shipped calibration for (engine, gpu, precision). Failing that, the same engine's calibration from the
+    same GPU at another precision, else from its nearest GPU (NEAREST_GPU), else from the measured GPU, marked as
+    an extrapolation (its factors are shares of each GPU's own peaks, its overheads mostly CPU-side); else the
+    literature defaults."""
     cals = shipped_calibrations()
     if (engine, gpu, precision) in cals:
         return cals[(engine, gpu, precision)]
     near = NEAREST_PRECISION.get(precision, "bf16")
-    for g in (gpu, CALIBRATED_GPU):
-        for p in dict.fromkeys((near, "bf16", "fp8")):  # the nearest precision first, then any measured one
+    for g in dict.fromkeys((gpu, NEAREST_GPU.get(gpu, gpu), CALIBRATED_GPU)):
+        # the other FP4 format first, then the nearest precision, then any fitted one
+        for p in dict.fromkeys(tuple(filter(None, (FP4_SIBLING.get(precision), near))) + ("bf16", "fp8", "nvfp4")):
             if (engine, g, p) in cals:
                 c = cals[(engine, g, p)]
-                return c.model_copy(update={"extrapolated": f"{engine} calibration measured on {g} in {p}, "
+                return c.model_copy(update={"extrapolated": f"{engine} calibration fitted on {g} in {p}, "
                                                             f"applied to {gpu} {precision}: an extrapolation"})
     return cals.get(("default", "any", "any"), Calibration())

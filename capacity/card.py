@@ -5,7 +5,8 @@ scripts/build_card.py from committed data only; this module reads nothing else a
 Domains, strongest claim first:
 - measured-here: engine, GPU, weight format, KV precision, model class and size, TP, lengths, load regime and every
   knob set are inside what the committed H200 measurements of that engine covered (card.json `measured_coverage`);
-- calibrated-on-public-data: the calibration used was fitted on the public corpus (none ships yet);
+- calibrated-on-public-data: the calibration used was fitted on the public corpus for this GPU and weight format
+  (data/public/calibration-plan.toml);
 - extrapolated: outside that box but inside what the public corpus scored (another GPU, an engine with no
   measurement here, a larger model, TP beyond the measured, MLA, FP4 on Blackwell, ...);
 - unsupported-feature: a feature no committed measurement checked, here or in the public corpus (speculative
@@ -236,8 +237,8 @@ def classify(s: "Scenario", e: "Estimate", mclass: str, reg: str, data: dict) ->
                 reasons.append(f"{knob}={v}: not a value measured here")
     if unsupported:
         return "unsupported-feature", reasons, unsupported
-    if "data/public" in (e.calibration_source or ""):
-        return "calibrated-on-public-data", reasons, unsupported
+    if "data/public" in (e.calibration_source or "") and e.calibration.split("/")[1:] == [e.gpu, e.weight_format]:
+        return "calibrated-on-public-data", reasons, unsupported  # fitted on public rows of this GPU and format
     return ("extrapolated" if reasons else "measured-here"), reasons, unsupported
 
 

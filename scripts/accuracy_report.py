@@ -1,5 +1,5 @@
-"""Fit the shipped (vllm, h200-sxm) calibrations from the committed H200 measurements and write
-docs/accuracy.md: predicted vs measured for every point, before calibration (--ideal roofline and
+"""Fit the shipped measured-here calibrations as data/measurements/h200/calibration-plan.toml declares (the same
+fits `validate calibrate --plan` runs) and write docs/accuracy.md: predicted vs measured for every point, before calibration (--ideal roofline and
 literature default factors) and after (fitted on the 128/1024 and 1024/128 shapes of single-GPU runs, the 512/512
 and 2048/256 shapes held out; tensor-parallel runs are never fitted), plus the engine's KV-cache size and the
 large-batch decode step read from vLLM's own log. Rerun: python scripts/accuracy_report.py"""
@@ -15,7 +15,8 @@ import pandas as pd
 
 from capacity import Scenario, estimate
 from capacity.calibration import Calibration
-from validate.calibrate import FRONT_END_PARAMETERS, KERNEL_PARAMETERS, calibrate
+from validate.calibration_plan import PLAN_PATH, load_measured_plan, run_measured_plan
+from validate.calibration_plan import fitted_run as fitted_run_of
 from validate.compare import MeasuredRun, compare_dirs, load_run
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -24,13 +25,10 @@ from step_log_analysis import rows as step_rows  # noqa: E402
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "data/measurements/h200/vllm-0.26.0"
 SGLANG_DATA = ROOT / "data/measurements/h200/sglang-0.5.17"
-HOLDOUT = ["512x512", "2048x256"]
-FIT_SITTINGS = ("sitting-1", "sitting-2")  # later sittings only check the model: new models, loads, TP
-# ... except the experiments that measure the large-batch decode step: the one-GPU concurrency ladder (host floor)
-# and the CUDA-graph ladders (128/512 at 384 … 1,024 sequences with graphs to 512 and to 1,024: the eager MoE cost)
-FIT_RUNS = ("sitting-4/Llama-3.1-8B-bf16-ladder", "sitting-6/Llama-3.1-8B-bf16-graphs512",
-            "sitting-6/Llama-3.1-8B-bf16-graphs1024", "sitting-6/Qwen3-30B-A3B-bf16-graphs512",
-            "sitting-6/Qwen3-30B-A3B-bf16-graphs1024")
+# the calibration policy is data (data/measurements/h200/calibration-plan.toml); these names are what it says
+PLAN = load_measured_plan(PLAN_PATH)
+HOLDOUT = PLAN.holdout_shapes
+VLLM_FIT = PLAN.named("vllm-bf16")  # the vLLM fits train on its sittings and runs
 OUT_CAL = ROOT / "capacity/calibrations"
 
 
@@ -46,49 +44,20 @@ def sitting(d: str) -> str:
 
 
 def fitted_run(d: str) -> bool:
-    parts = Path(d).relative_to(DATA).parts
-    return parts[0] in FIT_SITTINGS or "/".join(parts[:2]) in FIT_RUNS
+    return fitted_run_of(PLAN_PATH, VLLM_FIT, d)
 
 
 def pct(x: float) -> str:
     return "" if x is None or not np.isfinite(x) else f"{x * 100:+.0f} %"
 
 
-def ship(cal: Calibration, notes: str) -> Calibration:
-    """Write a fitted calibration where the CLI and app find it (capacity/calibrations/ENGINE--GPU--PRECISION.json)."""
-    cal = cal.model_copy(update={"notes": notes})
-    (OUT_CAL / f"{cal.engine}--{cal.gpu}--{cal.precision}.json").write_text(cal.model_dump_json(indent=1) + "\n")
-    return cal
-
-
 def main() -> None:
     runs = vllm_runs()
-    # the fit sees single-GPU runs of the first two sittings (and the ladder) only, never a multi-GPU point
-    single = [d for d, r in runs.items() if r.scenario.get("tp", 1) == 1 and fitted_run(d)]
-    cals, reports = {}, {}
-    for precision in ("bf16", "fp8"):
-        # bf16 (three models) sets every factor; fp8 (one model) refits only the kernel efficiencies
-        shared = cals.get("bf16")
-        cal, rep = calibrate(single, "vllm", "h200-sxm", precision, HOLDOUT,
-                             source=f"fitted by scripts/accuracy_report.py on vLLM 0.26.0 / H200 measurements "
-                                    f"(data/measurements/h200/vllm-0.26.0), shapes {', '.join(HOLDOUT)} held out"
-                                    + ("; only weight bandwidth and GEMM efficiencies refitted, the rest (overheads, "
-                                       "host floor, attention, KV reads, MoE GEMMs) from the bf16 fit" if shared else ""),
-                             start=shared.efficiency if shared else None, only=KERNEL_PARAMETERS if shared else None,
-                             base_residuals=shared.residuals if shared else None)
-        cals[precision] = ship(cal, "Fitted on one H200 SXM with vLLM 0.26.0 defaults. On other GPUs it is an "
-                                    "extrapolation: the factors are shares of each GPU's own peaks.")
-        reports[precision] = rep
+    fits, fit_reports = run_measured_plan(PLAN_PATH, OUT_CAL)  # writes capacity/calibrations/*.json
+    cals = {"bf16": fits["vllm-bf16"], "fp8": fits["vllm-fp8"]}
+    reports = {"bf16": fit_reports["vllm-bf16"], "fp8": fit_reports["vllm-fp8"]}
+    sg_cal, sg_rep = fits["sglang-bf16"], fit_reports["sglang-bf16"]
     sglang_dirs = sglang_runs()
-    sg_cal, sg_rep = calibrate(sglang_dirs, "sglang", "h200-sxm", "bf16", HOLDOUT,
-                               source="fitted by scripts/accuracy_report.py on SGLang 0.5.17 / H200 measurements "
-                                      f"(data/measurements/h200/sglang-0.5.17), shapes {', '.join(HOLDOUT)} held out; only "
-                                      "the front-end (request overhead, admission) refitted, kernels and host floor from "
-                                      "vLLM's bf16 fit",
-                               start=cals["bf16"].efficiency, only=FRONT_END_PARAMETERS,
-                               base_residuals=cals["bf16"].residuals)
-    sg_cal = ship(sg_cal, "Fitted on one H200 SXM with SGLang 0.5.17 defaults (one model, Llama-3.1-8B bf16). "
-                          "Elsewhere an extrapolation.")
     from capacity.calibration import shipped_calibrations
     shipped_calibrations.cache_clear()
     sg = sglang_comparison(sglang_dirs, cals["bf16"])

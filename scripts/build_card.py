@@ -10,8 +10,9 @@ What each pool of slices is scored on (declared again in card.json `pools.*.scor
   sittings, other models, TP > 1); the split is accuracy_report's own (`fitted_run`, HOLDOUT, single-GPU fitted
   models), recomputed here on the calibrated mode only. SGLang 0.5.17 (data/measurements/h200/sglang-0.5.17): the
   HOLDOUT shapes only (its front-end was fitted on the other two). The points excluded in excluded.json stay out.
-- **public**: every row of data/public/rows.jsonl that the current model estimates, scored exactly as
-  scripts/score_public.py scores it (its `score`, same Scenario mapping; nothing was fitted on these rows). The
+- **public**: every held-out row of data/public/rows.jsonl that the current model estimates, scored exactly as
+  scripts/score_public.py scores it (its `score`, same Scenario mapping). Rows a public calibration was fitted on
+  (data/public/calibration-plan.toml) are left out. The
   row's published engine names the slice (TensorRT-LLM and NIM rows are scored with the profile score_public maps
   them to; card.json `public_scoring` counts it). e2e-latency rows are not used (the card has no e2e metric).
 
@@ -169,6 +170,8 @@ def public_points() -> tuple[list[dict], dict, dict]:
         r = s.row
         if s.error is None:
             refused += 1
+            continue
+        if s.fitted:  # a public calibration trained on it: never scored (data/public/calibration-plan.toml)
             continue
         mclass = model_class(load_model(r.model))
         load = parse_load(s.scenario["load"])

@@ -7,13 +7,9 @@ doc comes from this script and the committed rows (tests/test_public_corpus.py r
 
     .venv/bin/python scripts/score_public.py [--doc PATH] [--scores PATH]
 
-Mapping choices (each counted and flagged in the doc):
-- engines the model has no profile for (TensorRT-LLM, NIM) are scored with the vLLM profile and calibration;
-- an offline / max-throughput row is a burst of its published request count (3,000 where the source gives none);
-- a batch row (vLLM benchmark_latency: B requests processed together) is a burst of B;
-- attention data parallel (TensorRT-LLM DEPn) is scored as TP n with expert parallel; pipeline parallel as
-  data-parallel replicas (num_gpus = TP × PP), which the model has no better form for;
-- an unstated KV precision is taken as FP8 for FP8/FP4 checkpoints, BF16 otherwise.
+The row → Scenario mapping and its choices are validate/public/scenario.py's (each choice counted and flagged in the
+doc). Rows a public calibration was fitted on (data/public/calibration-plan.toml) are marked and left out of every
+table: the doc scores held-out rows only.
 """
 
 from __future__ import annotations
@@ -37,12 +33,12 @@ from capacity.errors import CapacityError  # noqa: E402
 from capacity.estimate import Estimate, Scenario, estimate  # noqa: E402
 from validate.public.build import load_rows  # noqa: E402
 from validate.public.common import ROWS_PATH  # noqa: E402
+from validate.public.fit import fitted_row_ids, load_plan  # noqa: E402
+from validate.public.scenario import MODELLED_ENGINES, predicted_value, scenario_for  # noqa: E402
 from validate.public.schema import THROUGHPUT_METRICS, Row  # noqa: E402
 
 DOC_PATH = REPO / "docs" / "public-corpus.md"
 SCORES_PATH = REPO / "data" / "public" / "scores.csv"
-MODELLED_ENGINES = ("vllm", "sglang")
-DEFAULT_OFFLINE_REQUESTS = 3000
 AMD = ("mi300x", "mi325x", "mi355x")
 BLACKWELL = ("b200", "b300", "gb200", "gb300", "rtx-pro-6000")
 
@@ -73,6 +69,7 @@ class Scored:
     error: float | None = None
     refused: str | None = None
     est: Estimate | None = field(default=None, repr=False)
+    fitted: bool = False  # a public calibration trained on this row (data/public/calibration-plan.toml)
 
     @property
     def speed_bias(self) -> float | None:
@@ -83,64 +80,14 @@ class Scored:
         return ratio - 1 if self.row.metric in THROUGHPUT_METRICS else 1 / ratio - 1
 
 
-def scenario_for(r: Row) -> tuple[dict, list[str]]:
-    flags: list[str] = []
-    engine = r.engine if r.engine in MODELLED_ENGINES else "vllm"
-    if engine != r.engine:
-        flags.append(f"engine {r.engine} scored with the vLLM profile")
-    kv = r.kv_precision
-    if kv == "unstated":
-        kv = "fp8" if r.weight_precision in ("fp8", "nvfp4", "mxfp4") else "bf16"
-        flags.append(f"KV precision unstated, taken as {kv}")
-    isl, osl = r.isl, r.osl
-    if r.lengths == "distributed" and r.length_range_ratio:
-        f = (1 + r.length_range_ratio) / 2
-        isl, osl = round(r.isl * f), round(r.osl * f)
-        flags.append("distributed lengths scored at their mean")
-    s = dict(model=r.model, gpu=r.gpu, num_gpus=r.num_gpus, tp=r.tp, expert_parallel=r.ep > 1,
-             precision=r.weight_precision, kv_precision=kv, engine=engine, isl=isl, osl=osl)
-    if r.dp > 1:
-        flags.append(f"attention DP {r.dp} scored as TP {r.tp}")
-    if r.pp > 1:
-        flags.append(f"PP {r.pp} scored as {r.pp} replicas")
-    if r.load == "offline":
-        n = r.num_requests or DEFAULT_OFFLINE_REQUESTS
-        if r.num_requests is None:
-            flags.append(f"request count unpublished: burst of {n}")
-        s["load"] = f"burst:{n}"
-    elif r.load == "batch":
-        s["load"] = f"burst:{r.batch}"
-    elif r.load == "concurrency":
-        s["load"] = f"concurrency:{r.concurrency}"
-        if r.num_requests:
-            s["num_requests"] = r.num_requests
-    elif r.load == "rate":
-        s["load"] = f"rate:{r.rate:g}"
-    else:
-        s["load"] = "sync"
-    if r.max_num_seqs:
-        s["max_num_seqs"] = r.max_num_seqs
-    return s, flags
-
-
-def predicted_value(r: Row, e: Estimate) -> float:
-    return {
-        "output_tokens_per_s": e.output_tokens_per_s,
-        "output_tokens_per_s_per_gpu": e.output_tokens_per_s / r.num_gpus,
-        "total_tokens_per_s": e.total_tokens_per_s,
-        "requests_per_s": e.requests_per_s,
-        "ttft_s": e.ttft_s,
-        "itl_s": e.itl_s,
-        "tpot_s": e.itl_s,
-        "e2e_latency_s": e.e2e_latency_s,
-    }[r.metric]
-
-
-def score(rows: list[Row]) -> list[Scored]:
+def score(rows: list[Row], engines: tuple[str, ...] = MODELLED_ENGINES) -> list[Scored]:
+    """Every row estimated (`engines`: those scored with their own profile, see validate.public.scenario), each
+    marked when a public calibration was fitted on it."""
+    fitted = fitted_row_ids(rows=rows)
     cache: dict[tuple, Estimate | str] = {}
     out = []
     for r in rows:
-        s, flags = scenario_for(r)
+        s, flags = scenario_for(r, engines)
         key = tuple(sorted(s.items()))
         if key not in cache:
             try:
@@ -148,7 +95,7 @@ def score(rows: list[Row]) -> list[Scored]:
             except CapacityError as exc:
                 cache[key] = f"{type(exc).__name__}: {exc}"
         res = cache[key]
-        sc = Scored(r, s, flags)
+        sc = Scored(r, s, flags, fitted=r.row_id in fitted)
         if isinstance(res, str):
             sc.refused = res
         else:
@@ -236,8 +183,45 @@ def count_table(rows: list[Row], key, title: str) -> list[str]:
     return lines + [""]
 
 
-def render_doc(rows: list[Row], scored: list[Scored]) -> str:
-    ok = [s for s in scored if s.error is not None]
+def before_after(scored: list[Scored], before: list[Scored]) -> list[str]:
+    """Held-out TensorRT-LLM rows: the vLLM-profile mapping of before against the TensorRT-LLM profile with the
+    public calibrations, per GPU and per held-out kind (an unseen model, or a fitted model from an unseen source)."""
+    plan = load_plan()
+    fitted_models = {m for spec in plan for m in spec.train_models}
+    prior = {b.row.row_id: b for b in before}
+    pairs = [(s, prior[s.row.row_id]) for s in scored if s.row.engine == "trtllm" and not s.fitted
+             and s.error is not None and prior.get(s.row.row_id) and prior[s.row.row_id].error is not None]
+    L = ["## TensorRT-LLM: before and after its own profile and public calibrations", "",
+         "The calibrations `trtllm--GPU--FORMAT` are fitted by `validate calibrate --public-plan "
+         "data/public/calibration-plan.toml` on the rows that plan declares (TensorRT-LLM's v0.20 and v1.0 "
+         f"perf-overview tables of {', '.join(sorted(m.split('/')[1] for m in fitted_models))}, one pipeline stage; "
+         f"{sum(s.fitted for s in scored)} rows). Every table on this page leaves those rows out. **Before**: the same "
+         "held-out rows scored with the vLLM profile and vLLM's H200 calibration, as this page did until the "
+         "TensorRT-LLM profile had a calibration. **After**: the TensorRT-LLM profile (trtllm-bench's own limits for "
+         "its rows) with the public calibration of the row's GPU, or the nearest one (an extrapolation).", "",
+         "| held-out TensorRT-LLM rows | points | median abs error before | after | median speed bias before | after |",
+         "|---|---|---|---|---|---|"]
+
+    def row(name: str, group: list) -> str:
+        a = [p[0] for p in group]
+        b = [p[1] for p in group]
+        return (f"| {name} | {len(group)} | {apct(summarize(b)[1])} | {apct(summarize(a)[1])} | "
+                f"{pct(summarize(b)[3])} | {pct(summarize(a)[3])} |")
+
+    groups: dict[str, list] = {}
+    for p in pairs:
+        kind = "fitted model, unseen source" if p[0].row.model in fitted_models else "unseen model"
+        for key in ("all", kind, f"GPU {p[0].row.gpu}", f"source {p[0].row.source_id}",
+                    f"model class {model_class(p[0].row.model)}"):
+            groups.setdefault(key, []).append(p)
+    for key in sorted(groups, key=lambda k: (k != "all", not k.startswith(("fitted", "unseen")), k)):
+        L.append(row(key, groups[key]))
+    return L + [""]
+
+
+def render_doc(rows: list[Row], scored: list[Scored], before: list[Scored] | None = None) -> str:
+    ok = [s for s in scored if s.error is not None and not s.fitted]
+    n_fitted = sum(s.fitted for s in scored)
     refused = [s for s in scored if s.refused is not None]
     n_src = len({r.source_id for r in rows})
     L: list[str] = [
@@ -250,11 +234,14 @@ def render_doc(rows: list[Row], scored: list[Scored]) -> str:
         "axis: for a throughput it is the error itself, for a latency measured ÷ predicted − 1, so **+ means the "
         "model predicts a faster server than was measured** (optimistic) and − a slower one (pessimistic). Medians "
         "are over points; a configuration published with several metrics counts once per metric.", "",
-        "**This is the shipped model scored as is**: calibrated on vLLM 0.26 on one H200 only, so every other GPU "
-        "is an extrapolation of that calibration and TensorRT-LLM and NIM rows are scored with the vLLM engine "
-        "profile (its memory rule, scheduler limits and host floor), flagged below. Nothing here was fitted.", "",
+        "**This is the shipped model scored as is.** vLLM and SGLang are calibrated on one H200 here, so on every "
+        "other GPU their rows are an extrapolation. TensorRT-LLM rows use the TensorRT-LLM profile and the public "
+        "calibrations fitted on the rows data/public/calibration-plan.toml declares; those training rows are left "
+        "out of every table below, which therefore scores held-out rows only. NIM rows (backend not stated) use the "
+        "vLLM profile, flagged below.", "",
         "## Corpus", "",
-        f"{len(rows)} rows from {n_src} sources; {len(ok)} scored, {len(refused)} refused by the model.", "",
+        f"{len(rows)} rows from {n_src} sources; {len(ok)} held-out rows scored, {n_fitted} rows trained a public "
+        f"calibration (not scored here), {len(refused)} refused by the model.", "",
     ]
     L += ["| source | kind | rows | published | pinned to |", "|---|---|---|---|---|"]
     by_src: dict[str, list[Row]] = {}
@@ -290,10 +277,12 @@ def render_doc(rows: list[Row], scored: list[Scored]) -> str:
     L += [f"| {k} | {flags[k]} |" for k in sorted(flags, key=lambda k: (-flags[k], k))]
     L.append("")
 
+    if before is not None:
+        L += before_after(scored, before)
     L += ["## Headline", ""]
     n, med, worst, bias = summarize(ok)
     within = lambda t: sum(abs(s.error) <= t for s in ok) / len(ok)  # noqa: E731
-    L += [f"Over all {n} scored points: median |error| **{apct(med)}**, median speed bias {pct(bias)}, "
+    L += [f"Over all {n} held-out points: median |error| **{apct(med)}**, median speed bias {pct(bias)}, "
           f"worst {pct(worst)}; {within(0.1) * 100:.0f} % of points within ±10 %, {within(0.25) * 100:.0f} % within ±25 %, "
           f"{within(0.5) * 100:.0f} % within ±50 %.", ""]
     L += ["## Error per slice", ""]
@@ -350,20 +339,62 @@ def render_scores(scored: list[Scored]) -> str:
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
     w.writerow(["row_id", "source_id", "engine", "gpu", "model", "metric", "measured", "predicted", "error",
-                "speed_bias", "scenario_load", "flags", "refused"])
+                "speed_bias", "scenario_load", "flags", "refused", "fitted"])
     for s in scored:
         r = s.row
         w.writerow([r.row_id, r.source_id, r.engine, r.gpu, r.model, r.metric, f"{r.value:.6g}",
                     "" if s.predicted is None else f"{s.predicted:.6g}", "" if s.error is None else f"{s.error:.4f}",
                     "" if s.speed_bias is None else f"{s.speed_bias:.4f}", s.scenario["load"], "; ".join(s.flags),
-                    s.refused or ""])
+                    s.refused or "", "yes" if s.fitted else ""])
     return buf.getvalue()
 
 
-def generate(rows_path: Path = ROWS_PATH) -> tuple[str, str]:
+README_START = "<!-- public-table: written by scripts/score_public.py -->"
+README_END = "<!-- /public-table -->"
+ENGINE_NAMES = {"trtllm": "TensorRT-LLM", "sglang": "SGLang", "vllm": "vLLM", "nim": "NIM"}
+
+
+def readme_table(scored: list[Scored], before: list[Scored]) -> str:
+    """The README's held-out public summary: per engine, and TensorRT-LLM before and after its calibrations."""
+    fitted_models = {m for spec in load_plan() for m in spec.train_models}
+    held = [s for s in scored if s.error is not None and not s.fitted]
+    ids = {s.row.row_id for s in held}
+    groups = [("TensorRT-LLM, before: vLLM profile, vLLM's H200 calibration",
+               [b for b in before if b.error is not None and b.row.row_id in ids]),
+              ("TensorRT-LLM, its profile and public calibrations", [s for s in held if s.row.engine == "trtllm"]),
+              ("… of models no fit saw", [s for s in held if s.row.engine == "trtllm" and s.row.model not in fitted_models]),
+              ("… of fitted models, from sources no fit saw",
+               [s for s in held if s.row.engine == "trtllm" and s.row.model in fitted_models])]
+    for eng in ("sglang", "vllm", "nim"):
+        groups.append((f"{ENGINE_NAMES[eng]} (calibrated on H200 here; other GPUs extrapolated)" if eng != "nim" else
+                       "NIM (backend not stated: vLLM profile)", [s for s in held if s.row.engine == eng]))
+    groups.append(("every held-out row", held))
+    lines = ["| held-out public rows | points | median abs error | within ±25 % | median speed bias |",
+             "|---|---|---|---|---|"]
+    for name, g in groups:
+        if g:
+            n, med, _, bias = summarize(g)
+            within = sum(abs(x.error) <= 0.25 for x in g) / n
+            lines.append(f"| {name} | {n} | {apct(med)} | {within * 100:.0f} % | {pct(bias)} |")
+    return "\n".join(lines)
+
+
+def generate_all(rows_path: Path = ROWS_PATH) -> tuple[str, str, str]:
+    """(docs/public-corpus.md, data/public/scores.csv, the README's public table)."""
     rows = load_rows(rows_path)
     scored = score(rows)
-    return render_doc(rows, scored), render_scores(scored)
+    before = score([r for r in rows if r.engine == "trtllm"], engines=("vllm", "sglang"))
+    return render_doc(rows, scored, before), render_scores(scored), readme_table(scored, before)
+
+
+def generate(rows_path: Path = ROWS_PATH) -> tuple[str, str]:
+    doc, scores, _ = generate_all(rows_path)
+    return doc, scores
+
+
+def with_readme_table(readme: str, table: str) -> str:
+    start, end = readme.index(README_START) + len(README_START), readme.index(README_END)
+    return readme[:start] + "\n" + table + "\n" + readme[end:]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -371,10 +402,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--doc", type=Path, default=DOC_PATH)
     ap.add_argument("--scores", type=Path, default=SCORES_PATH)
     args = ap.parse_args(argv)
-    doc, scores = generate()
+    doc, scores, table = generate_all()
     args.doc.write_text(doc)
     args.scores.write_text(scores)
-    print(f"wrote {args.doc} and {args.scores}")
+    readme = REPO / "README.md"
+    readme.write_text(with_readme_table(readme.read_text(), table))
+    print(f"wrote {args.doc}, {args.scores} and the public table in {readme}")
     return 0
 
 

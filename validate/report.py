@@ -117,6 +117,25 @@ def compare_command(args: argparse.Namespace) -> int:
 def calibrate_command(args: argparse.Namespace) -> int:
     from validate.calibrate import calibrate
 
+    if args.public_plan:
+        from validate.public.fit import run_plan
+
+        if args.dirs:
+            raise UsageError("--public-plan fits the committed public corpus: give no results folders")
+        cals = run_plan(args.public_plan, args.out_dir)
+        print(f"wrote {len(cals)} calibrations: " + ", ".join(f"{c.engine}--{c.gpu}--{c.precision}" for c in cals))
+        return 0
+    if args.plan:
+        from validate.calibration_plan import CALIBRATIONS, run_measured_plan
+
+        if args.dirs:
+            raise UsageError("--plan names its results folders itself: give none")
+        cals, reports = run_measured_plan(args.plan, args.out_dir or CALIBRATIONS)
+        print(json.dumps(reports, indent=1))
+        print(f"wrote {len(cals)} calibrations: " + ", ".join(f"{c.engine}--{c.gpu}--{c.precision}" for c in cals.values()))
+        return 0
+    if not args.dirs or not args.out or not args.gpu:
+        raise UsageError("calibrate needs results folders, --out and --gpu (or --plan PLAN, or --public-plan PLAN)")
     if args.precision not in PRECISIONS:
         raise UsageError(f"--precision must be one of {', '.join(PRECISIONS)}")
     holdout = args.holdout.split(",") if args.holdout else None
@@ -145,10 +164,14 @@ def add_parsers(sub) -> None:
     c.add_argument("--price-usd-per-gpu-hour", type=_price, help="for measured cost (default: the GPU spec's price)")
     c.set_defaults(func=compare_command)
     k = sub.add_parser("calibrate", help="fit efficiency factors to measured points, report held-out error")
-    k.add_argument("dirs", nargs="+")
-    k.add_argument("--out", required=True, help="calibration JSON to write")
+    k.add_argument("dirs", nargs="*")
+    k.add_argument("--out", help="calibration JSON to write")
     k.add_argument("--engine", default="vllm")
-    k.add_argument("--gpu", required=True, help="GPU id the points were measured on")
+    k.add_argument("--gpu", help="GPU id the points were measured on")
+    k.add_argument("--plan", help="fit the committed measurements as this plan declares "
+                                  "(data/measurements/h200/calibration-plan.toml)")
+    k.add_argument("--public-plan", help="fit the public corpus as this plan declares (data/public/calibration-plan.toml)")
+    k.add_argument("--out-dir", help="--plan, --public-plan: where the calibrations go (default: capacity/calibrations)")
     k.add_argument("--precision", default="bf16")
     k.add_argument("--holdout", help="comma-separated shapes to hold out, e.g. 512x512,2048x256 (default: every third)")
     k.set_defaults(func=calibrate_command)

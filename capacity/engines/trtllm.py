@@ -19,6 +19,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -66,3 +67,35 @@ FLAGS = FlagTable((
 
 ENGINE = Engine(name="trtllm", title="TensorRT-LLM", flags=FLAGS, limits=limits,
                 source="TensorRT-LLM docs: trtllm-serve --help, KvCacheConfig, the max-batch-size tuning guide")
+
+
+# trtllm-bench throughput (the harness of TensorRT-LLM's published perf overview) picks max_batch_size and
+# max_num_tokens itself from the dataset's lengths and a rough memory estimate (tensorrt_llm/bench/build/tuning.py,
+# calc_engine_setting and finetune_setting, read at NVIDIA/TensorRT-LLM main, 2026-12-01): KV room =
+# kv_fraction × (total GPU memory − parameters × bytes per weight), tokens of 2 × layers × max(tp, KV heads) × head
+# size × KV bytes; requests = room ÷ tokens per request; batch = min(requests, 4,096) ÷ PP rounded up on a ladder
+# (multiples of 32 from 64, 128 from 256, 256 from 1,024); token budget = min(batch × (1 + ISL/OSL), 32,768) rounded
+# up (multiples of 256 from 2,048, 512 from 4,096, 1,024 from 8,192).
+BENCH_MAX_BATCH = 4096
+BENCH_MAX_TOKENS = 32768
+
+
+def _ladder(x: float, steps: tuple[tuple[float, int], ...], floor: int) -> int:
+    for below, step in steps:
+        if x < below:
+            return max(floor, step * math.ceil(x / step))
+    return steps[-1][1] * math.ceil(x / steps[-1][1])
+
+
+def bench_limits(params: float, weight_bytes_per_param: float, layers: int, kv_heads: int, head_dim: int,
+                 kv_bytes: float, gpu_memory_bytes: float, tp: int, pp: int, isl: int, osl: int,
+                 kv_fraction: float = 0.95) -> tuple[int, int]:
+    """(max_batch_size, max_num_tokens) that trtllm-bench throughput sets for a dataset of isl/osl requests."""
+    per_token = 2 * layers * max(tp, kv_heads) * head_dim * kv_bytes
+    room = kv_fraction * (gpu_memory_bytes * tp * pp - params * weight_bytes_per_param)
+    requests = max(room / (per_token * (isl + osl)), 1.0)
+    raw_batch = min(requests, BENCH_MAX_BATCH) / pp
+    raw_tokens = min(raw_batch * (1 + isl / osl), BENCH_MAX_TOKENS)
+    batch = _ladder(raw_batch, ((256, 32), (1024, 128), (math.inf, 256)), 64)
+    tokens = _ladder(raw_tokens, ((4096, 256), (8192, 512), (math.inf, 1024)), 2048)
+    return batch, tokens

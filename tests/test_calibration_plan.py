@@ -1,0 +1,56 @@
+"""The measured-here calibration policy is data (data/measurements/h200/calibration-plan.toml): executing it gives
+the shipped calibrations exactly, and a bad plan is a one-line exit 2."""
+
+import subprocess
+import sys
+
+import pytest
+
+from capacity.calibration import shipped_calibrations
+from validate.calibration_plan import PLAN_PATH, fitted_run, load_measured_plan, run_dirs, run_measured_plan
+
+
+def test_the_plan_names_real_runs_and_holds_shapes_out():
+    plan = load_measured_plan()
+    for f in plan.fit:
+        dirs = run_dirs(PLAN_PATH, f)
+        fitted = [d for d in dirs if fitted_run(PLAN_PATH, f, d)]
+        assert fitted, f.name
+        if f.sittings != "all":
+            assert len(fitted) < len(dirs)  # later sittings are scored, never fitted
+            for run in f.runs:
+                assert any(run in d for d in fitted), run
+
+
+def test_executing_the_plan_gives_the_shipped_calibrations():
+    cals, reports = run_measured_plan(out_dir=None)
+    shipped = shipped_calibrations()
+    for name, cal in cals.items():
+        ship = shipped[(cal.engine, cal.gpu, cal.precision)]
+        for k in type(cal.efficiency).model_fields:
+            assert getattr(cal.efficiency, k) == pytest.approx(getattr(ship.efficiency, k), rel=1e-6, abs=1e-12), (name, k)
+        assert cal.residuals.keys() == ship.residuals.keys()
+        for k, r in cal.residuals.items():
+            assert r.log_ratio_q05 == pytest.approx(ship.residuals[k].log_ratio_q05, abs=1e-6), (name, k)
+            assert r.log_ratio_q95 == pytest.approx(ship.residuals[k].log_ratio_q95, abs=1e-6), (name, k)
+        assert (cal.fitted_on, cal.held_out, cal.source, cal.notes) == (ship.fitted_on, ship.held_out, ship.source, ship.notes)
+        assert reports[name]["held_out"], name
+
+
+@pytest.mark.parametrize("text, field", [
+    ("holdout_shapes = ['1x1']\n[[fit]]\nname='a'\nengine='vllm'\ngpu='h200-sxm'\nprecision='bf16'\ndata='x'\n"
+     "sittings='all'\nsource=''\nnotes=''\nstart='b'\n", "start"),
+    ("holdout_shapes = ['1x1']\n[[fit]]\nname='a'\nengine='vllm'\ngpu='h200-sxm'\nprecision='bf16'\ndata='x'\n"
+     "sittings='all'\nsource=''\nnotes=''\nfree=['warp']\n", "free"),
+    ("holdout_shapes = []\n", "holdout_shapes"),
+    ("[[[", "cannot read"),
+])
+def test_a_bad_plan_is_one_line_exit_2(tmp_path, text, field):
+    plan = tmp_path / "plan.toml"
+    plan.write_text(text)
+    p = subprocess.run([sys.executable, "-m", "validate.cli", "calibrate", "--plan", str(plan), "--out-dir",
+                        str(tmp_path)], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 2, p.stderr
+    lines = p.stderr.strip().splitlines()
+    assert len(lines) == 1 and str(plan) in lines[0] and field in lines[0] and "Traceback" not in p.stderr
+    assert not list(tmp_path.glob("*.json"))

@@ -1,0 +1,116 @@
+"""The measured-here calibration policy as data: which committed runs each shipped calibration is fitted on,
+which shapes are held out and which parameters a derived fit frees (data/measurements/h200/calibration-plan.toml).
+
+    validate calibrate --plan data/measurements/h200/calibration-plan.toml [--out-dir capacity/calibrations]
+
+scripts/accuracy_report.py runs the same plan and renders docs/accuracy.md from what it fitted.
+"""
+
+from __future__ import annotations
+
+import glob
+import tomllib
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from capacity.calibration import Calibration
+from validate.errors import ValidateError
+
+REPO = Path(__file__).resolve().parents[1]
+PLAN_PATH = REPO / "data" / "measurements" / "h200" / "calibration-plan.toml"
+CALIBRATIONS = REPO / "capacity" / "calibrations"
+
+
+class MeasuredFit(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    name: str
+    engine: str
+    gpu: str
+    precision: str
+    data: str = Field(description="folder under the plan's own folder holding the engine version's runs")
+    sittings: list[str] | Literal["all"] = Field(description="whole sittings fitted (or every run of `data`)")
+    runs: list[str] = Field(default_factory=list, description="single runs fitted besides the sittings")
+    max_tp: int = Field(default=1, ge=1)
+    start: str | None = Field(default=None, description="an earlier fit whose factors and intervals this one starts from")
+    free: list[str] | None = Field(default=None, description="the parameters refitted (None: every one the data identifies)")
+    source: str
+    notes: str
+
+
+class MeasuredPlan(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    holdout_shapes: list[str] = Field(min_length=1)
+    fit: list[MeasuredFit] = Field(min_length=1)
+
+    def named(self, name: str) -> MeasuredFit:
+        return next(f for f in self.fit if f.name == name)
+
+
+def load_measured_plan(path: Path | str = PLAN_PATH) -> MeasuredPlan:
+    """The plan, checked: a bad file is a one-line ValidateError naming the field."""
+    from validate.calibrate import BOUNDS
+
+    path = Path(path)
+    try:
+        plan = MeasuredPlan.model_validate(tomllib.loads(path.read_text(encoding="utf-8")))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise ValidateError(f"{path}: cannot read the calibration plan: {exc}") from None
+    except ValidationError as exc:
+        e = exc.errors()[0]
+        raise ValidateError(f"{path}: {'.'.join(map(str, e['loc']))}: {e['msg']}") from None
+    names = [f.name for f in plan.fit]
+    for i, f in enumerate(plan.fit):
+        if f.start is not None and f.start not in names[:i]:
+            raise ValidateError(f"{path}: fit.{i}.start: {f.start!r} is not an earlier fit of the plan")
+        unknown = sorted(set(f.free or ()) - set(BOUNDS))
+        if unknown:
+            raise ValidateError(f"{path}: fit.{i}.free: unknown parameters {unknown}")
+    return plan
+
+
+def data_dir(plan_path: Path | str, fit: MeasuredFit) -> Path:
+    return Path(plan_path).resolve().parent / fit.data
+
+
+def fitted_run(plan_path: Path | str, fit: MeasuredFit, run_dir: str | Path) -> bool:
+    """Is this results folder (DATA/sitting-N/server/shape) one the fit trains on?"""
+    parts = Path(run_dir).resolve().relative_to(data_dir(plan_path, fit)).parts
+    return fit.sittings == "all" or parts[0] in fit.sittings or "/".join(parts[:2]) in fit.runs
+
+
+def run_dirs(plan_path: Path | str, fit: MeasuredFit) -> list[str]:
+    """Every results folder of the fit's engine version (warm-up folders aside)."""
+    root = data_dir(plan_path, fit)
+    return sorted(str(Path(p).parent) for p in glob.glob(str(root / "*/*/*/points.jsonl")) if "/warmup/" not in p)
+
+
+def run_measured_plan(path: Path | str = PLAN_PATH, out_dir: Path | str | None = CALIBRATIONS
+                      ) -> tuple[dict[str, Calibration], dict[str, dict]]:
+    """Fit every calibration of the plan in order; write each to out_dir (None: write nothing). Returns the
+    calibrations and the held-out report of each, by fit name."""
+    from validate.calibrate import calibrate
+    from validate.compare import load_run
+
+    plan = load_measured_plan(path)
+    cals: dict[str, Calibration] = {}
+    reports: dict[str, dict] = {}
+    for f in plan.fit:
+        dirs = [d for d in run_dirs(path, f) if fitted_run(path, f, d)]
+        dirs = [d for d in dirs if load_run(d).scenario.get("engine") == f.engine
+                and load_run(d).scenario.get("tp", 1) <= f.max_tp]
+        if not dirs:
+            raise ValidateError(f"{path}: fit {f.name}: no results folders under {data_dir(path, f)}")
+        start = cals[f.start] if f.start else None
+        cal, rep = calibrate(dirs, f.engine, f.gpu, f.precision, plan.holdout_shapes, source=f.source,
+                             start=start.efficiency if start else None,
+                             only=tuple(f.free) if f.free is not None else None,
+                             base_residuals=start.residuals if start else None)
+        cal = cal.model_copy(update={"notes": f.notes})
+        if out_dir is not None:
+            (Path(out_dir) / f"{cal.engine}--{cal.gpu}--{cal.precision}.json").write_text(cal.model_dump_json(indent=1) + "\n")
+        cals[f.name], reports[f.name] = cal, rep
+    return cals, reports

@@ -1,0 +1,129 @@
+"""A published row as the capacity model's Scenario, and the model's value for the row's metric: the one mapping
+the corpus scoring (scripts/score_public.py), the accuracy card and the public calibration fit all use.
+
+Mapping choices (each returned as a flag, counted in docs/public-corpus.md):
+- TensorRT-LLM rows use the TensorRT-LLM profile. Its trtllm-bench rows (the perf overview tables) take the limits
+  trtllm-bench sets itself (`capacity.engines.trtllm.bench_limits`), CUDA graphs covering every batch (the overview's
+  llm_options capture graphs up to 8,192 sequences since v0.19; v0.17 ran compiled TensorRT engines, which launch no
+  Python op by op either) and the 0.95 KV fraction the overview says it used "in many cases" (0.90 otherwise: an
+  ambiguity). NIM rows (backend not stated) use the vLLM profile;
+- an offline / max-throughput row is a burst of its published request count (3,000 where the source gives none);
+- a batch row (vLLM benchmark_latency: B requests processed together) is a burst of B;
+- attention data parallel (TensorRT-LLM DEPn) is scored as TP n with expert parallel; pipeline parallel as
+  data-parallel replicas (num_gpus = TP × PP), which the model has no better form for;
+- an unstated KV precision is taken as FP8 for FP8/FP4 checkpoints, BF16 otherwise.
+"""
+
+from __future__ import annotations
+
+from capacity.architecture import load_model
+from capacity.engines.trtllm import bench_limits
+from capacity.hardware import load_gpu
+from capacity.params import count_params
+from capacity.precision import kv_bytes_per_element
+from validate.public.schema import Row
+
+MODELLED_ENGINES = ("vllm", "sglang", "trtllm")
+DEFAULT_OFFLINE_REQUESTS = 3000
+BENCH_SOURCE_KINDS = ("trtllm_perf", "trtllm_bench")
+GRAPHS_COVER_EVERY_BATCH = 8192  # the overview's largest captured batch
+TRTLLM_BENCH_KV_FRACTION = 0.95
+WEIGHT_BYTES = {"fp16": 2.0, "bf16": 2.0, "fp8": 1.0, "nvfp4": 0.5, "mxfp4": 0.5, "int4": 0.5}
+
+
+def _trtllm_bench(r: Row, s: dict, flags: list[str]) -> None:
+    """The limits trtllm-bench sets for the row's dataset, and the overview's graphs and KV fraction."""
+    m, gpu = load_model(r.model), load_gpu(r.gpu)
+    batch, tokens = bench_limits(count_params(m).total, WEIGHT_BYTES.get(r.weight_precision, 2.0), m.num_layers,
+                                 m.num_kv_heads, m.head_dim, kv_bytes_per_element(s["kv_precision"]),
+                                 gpu.memory_bytes, r.tp, r.pp, s["isl"], s["osl"], TRTLLM_BENCH_KV_FRACTION)
+    s.setdefault("max_num_seqs", batch)
+    s["max_num_batched_tokens"] = tokens
+    s["max_cudagraph_tokens"] = max(GRAPHS_COVER_EVERY_BATCH, s["max_num_seqs"])
+    s["gpu_memory_utilization"] = TRTLLM_BENCH_KV_FRACTION
+    flags.append("trtllm-bench's own batch and token limits, graphs on every batch, KV fraction 0.95")
+
+
+# InferenceX's TensorRT-LLM launch scripts for DeepSeek-R1 (SemiAnalysisAI/InferenceX benchmarks/dsr1_fp8_h200_trt.sh
+# @ 1fc5d73cdd31 and dsr1_fp4_b200_trt.sh @ 6320e9b7e3cf, read 2026-12-01): CUDA graphs with padding up to 128
+# (H200) or 512 (B200) sequences, KV fraction 0.75 / 0.8, and max_num_tokens = CONC + ISL + 64 rounded up to 64
+# (at least 8,192 on H200). Which script version ran each API row is not stated: an ambiguity.
+INFERENCEX_TRTLLM = {"h200-sxm": (128, 0.75, 8192), "b200": (512, 0.8, 0)}
+
+
+def _inferencex_trtllm(r: Row, s: dict, flags: list[str]) -> None:
+    graphs, fraction, floor = INFERENCEX_TRTLLM[r.gpu]
+    conc = r.concurrency or 1
+    s["max_cudagraph_tokens"] = graphs
+    s["gpu_memory_utilization"] = fraction
+    s["max_num_batched_tokens"] = max(floor, -(-(conc + r.isl + 64) // 64) * 64)
+    s.setdefault("max_num_seqs", max(conc, 1))
+    flags.append("InferenceX's TensorRT-LLM launch settings (graphs, KV fraction, token budget)")
+
+
+def scenario_for(r: Row, engines: tuple[str, ...] = MODELLED_ENGINES) -> tuple[dict, list[str]]:
+    """The Scenario fields of row `r` and the mapping choices made. `engines`: the engines scored with their own
+    profile; any other is scored with vLLM's (("vllm", "sglang") gives the mapping from before TensorRT-LLM had one)."""
+    flags: list[str] = []
+    engine = r.engine if r.engine in engines else "vllm"
+    if engine != r.engine:
+        flags.append(f"engine {r.engine} scored with the vLLM profile")
+    kv = r.kv_precision
+    if kv == "unstated":
+        kv = "fp8" if r.weight_precision in ("fp8", "nvfp4", "mxfp4") else "bf16"
+        flags.append(f"KV precision unstated, taken as {kv}")
+    isl, osl = r.isl, r.osl
+    if r.lengths == "distributed" and r.length_range_ratio:
+        f = (1 + r.length_range_ratio) / 2
+        isl, osl = round(r.isl * f), round(r.osl * f)
+        flags.append("distributed lengths scored at their mean")
+    s = dict(model=r.model, gpu=r.gpu, num_gpus=r.num_gpus, tp=r.tp, expert_parallel=r.ep > 1,
+             precision=r.weight_precision, kv_precision=kv, engine=engine, isl=isl, osl=osl)
+    if r.dp > 1:
+        flags.append(f"attention DP {r.dp} scored as TP {r.tp}")
+    if r.pp > 1:
+        flags.append(f"PP {r.pp} scored as {r.pp} replicas")
+    if r.load == "offline":
+        n = r.num_requests or DEFAULT_OFFLINE_REQUESTS
+        if r.num_requests is None:
+            flags.append(f"request count unpublished: burst of {n}")
+        s["load"] = f"burst:{n}"
+    elif r.load == "batch":
+        s["load"] = f"burst:{r.batch}"
+    elif r.load == "concurrency":
+        s["load"] = f"concurrency:{r.concurrency}"
+        if r.num_requests:
+            s["num_requests"] = r.num_requests
+    elif r.load == "rate":
+        s["load"] = f"rate:{r.rate:g}"
+    else:
+        s["load"] = "sync"
+    if r.max_num_seqs:
+        s["max_num_seqs"] = r.max_num_seqs
+    if engine == "trtllm" and r.source_kind in BENCH_SOURCE_KINDS and r.load == "offline":
+        _trtllm_bench(r, s, flags)
+    elif engine == "trtllm" and r.source_kind == "inferencex" and r.gpu in INFERENCEX_TRTLLM:
+        _inferencex_trtllm(r, s, flags)
+    return s, flags
+
+
+def predicted_value(r: Row, e) -> float:
+    """The Estimate's figure for the row's metric (TPOT is ITL; per-GPU throughput divides by the row's GPUs)."""
+    return {
+        "output_tokens_per_s": e.output_tokens_per_s,
+        "output_tokens_per_s_per_gpu": e.output_tokens_per_s / r.num_gpus,
+        "total_tokens_per_s": e.total_tokens_per_s,
+        "requests_per_s": e.requests_per_s,
+        "ttft_s": e.ttft_s,
+        "itl_s": e.itl_s,
+        "tpot_s": e.itl_s,
+        "e2e_latency_s": e.e2e_latency_s,
+    }[r.metric]
+
+
+def estimate_metric(r: Row) -> tuple[str, float]:
+    """(key of capacity.estimate.predicted_metrics, measured value in that key's units) for a row: what a fit
+    compares (per-GPU throughput is multiplied back to the row's GPUs)."""
+    if r.metric == "output_tokens_per_s_per_gpu":
+        return "output_tokens_per_s", r.value * r.num_gpus
+    return {"tpot_s": "itl_s"}.get(r.metric, r.metric), r.value
