@@ -82,15 +82,86 @@ def test_aiperf_records_need_their_summary_beside_them(tmp_path):
         import_file(lone, ["x"])
 
 
-def test_genai_perf_summary_without_counts_warns(tmp_path):
-    (p,), _, meta = import_file(GENAI_PERF, ["x"])
-    assert p.load == "concurrency:100" and p.requests_per_s == pytest.approx(17.222547659562533)
+GENAI_RPS = 17.222547659562533  # the fixture summary's request_throughput.avg
+
+
+def genai_perf_run(folder: Path, requests: int = 200, load: dict | None = None) -> Path:
+    """The real genai-perf summary with a per-request export beside it, as perf_analyzer writes one (synthetic:
+    `requests` requests of the summary's load whose first send to last response spans count / throughput,
+    genai-perf's benchmark duration). Returns the summary's path."""
+    folder.mkdir(parents=True, exist_ok=True)
+    summary = folder / "profile_export_genai_perf.json"
+    summary.write_bytes(GENAI_PERF.read_bytes())
+    span_ns = round(requests / GENAI_RPS * 1e9)
+    sends = [i * (span_ns // 2) // requests for i in range(requests)]
+    rows = [{"timestamp": t, "request_inputs": {"text_input": "synthetic"},
+             "response_timestamps": [t + 184_000_000, span_ns if i == requests - 1 else t + 5_767_000_000],
+             "response_outputs": [{"text_output": "a"}, {"text_output": "b"}]} for i, t in enumerate(sends)]
+    export = {"experiments": [{"experiment": load or {"mode": "concurrency", "value": 100}, "requests": rows,
+                               "window_boundaries": [0, span_ns]}],
+              "version": "synthetic", "service_kind": "triton", "endpoint": ""}
+    (folder / "profile_export.json").write_text(json.dumps(export))
+    return summary
+
+
+def test_genai_perf_summary_without_counts_is_refused(tmp_path):
+    """The real file has no request_count and no export beside it: how many requests completed is unknown,
+    so no point is stored (never one claiming 0 requests)."""
+    with pytest.raises(ImportFormatError, match=r"request_count: expected the number of requests .* "
+                                                "profile_export.json beside the file"):
+        import_file(GENAI_PERF, ["x"])
+    code, stderr = cli(["import", str(GENAI_PERF), "--out", str(tmp_path / "g")])
+    assert code == 2 and stderr.startswith(f"ImportFormatError: {GENAI_PERF}: request_count: expected")
+    assert len(stderr.strip().splitlines()) == 1 and not (tmp_path / "g" / "points.jsonl").exists()
+
+
+def test_genai_perf_counts_the_requests_of_its_export(tmp_path):
+    summary = genai_perf_run(tmp_path / "run")
+    (p,), _, meta = import_file(summary, ["x"])
+    assert p.load == "concurrency:100" and p.requests_per_s == pytest.approx(GENAI_RPS)
+    assert (p.completed, p.failed) == (200, 0) and p.duration_s == pytest.approx(200 / GENAI_RPS)
     assert p.mean_ttft_s == pytest.approx(0.18463779366666665) and p.mean_tpot_s == pytest.approx(2.1767344516666665e-3)
     assert p.mean_itl_s == p.mean_tpot_s and p.osl == 2565.855 and meta.engine == "tensorrtllm"
-    assert p.completed == 0  # the file has no request_count: no count is invented
-    code, stderr = cli(["import", str(GENAI_PERF), "--out", str(tmp_path / "g")])
-    assert code == 0 and "holds no request_count" in stderr
-    assert ResultsDir(tmp_path / "g").read_metadata().workload["import_warnings"]
+    assert meta.workload["request_count_from"] == str(tmp_path / "run" / "profile_export.json")
+    code, stderr = cli(["import", str(summary), "--out", str(tmp_path / "g")])
+    assert code == 0 and stderr.strip().splitlines() == [f"points: {tmp_path / 'g' / 'points.jsonl'}"]
+    assert [q.completed for q in ResultsDir(tmp_path / "g").points()] == [200]
+
+
+def test_genai_perf_export_given_too_is_not_imported_twice(tmp_path):
+    summary = genai_perf_run(tmp_path / "run")
+    export = summary.with_name("profile_export.json")
+    code, stderr = cli(["import", str(export), "--out", str(tmp_path / "alone")])
+    assert code == 2 and stderr.startswith(f"ImportFormatError: {export}: perf_analyzer's per-request export")
+    code, _ = cli(["import", str(summary), str(export), "--out", str(tmp_path / "both")])
+    assert code == 0 and [q.completed for q in ResultsDir(tmp_path / "both").points()] == [200]
+
+
+def test_aiperf_summary_given_with_its_records_is_not_imported_twice(tmp_path):
+    code, _ = cli(["import", str(AIPERF_OLD), str(AIPERF_RECORDS), "--out", str(tmp_path / "o")])
+    (p,) = ResultsDir(tmp_path / "o").points()
+    assert code == 0 and p.source == "aiperf-records" and (p.completed, p.failed) == (89, 11)
+
+
+@pytest.mark.parametrize("make, expected", [
+    (lambda doc, _: doc.update(request_count={"unit": "count", "avg": 199}),
+     "request_count.avg: expected 200 (the requests of"),
+    (lambda _, export: export["experiments"][0]["experiment"].update(value=64),
+     "experiments: expected one experiment of concurrency:100"),
+    (lambda _, export: export["experiments"][0]["requests"].extend(export["experiments"][0]["requests"]),
+     "400 requests over"),  # more than the summary's throughput allows in their span: another run's export
+    (lambda _, export: export["experiments"][0]["requests"][3].update(timestamp=-1),
+     "experiments.0.requests.3.timestamp: Input should be greater than or equal to 0"),
+])
+def test_genai_perf_export_that_disagrees_is_one_line(tmp_path, make, expected):
+    summary = genai_perf_run(tmp_path / "run")
+    doc, export = json.loads(summary.read_text()), json.loads(summary.with_name("profile_export.json").read_text())
+    make(doc, export)
+    summary.write_text(json.dumps(doc))
+    summary.with_name("profile_export.json").write_text(json.dumps(export))
+    code, stderr = cli(["import", str(summary), "--out", str(tmp_path / "o")])
+    assert code == 2 and stderr.startswith("ImportFormatError: ") and expected in stderr, stderr
+    assert len(stderr.strip().splitlines()) == 1
 
 
 def test_genai_perf_with_a_count_has_a_duration(tmp_path):
@@ -98,8 +169,13 @@ def test_genai_perf_with_a_count_has_a_duration(tmp_path):
     doc["request_count"] = {"unit": "count", "avg": 200}
     path = tmp_path / "profile_export_genai_perf.json"
     path.write_text(json.dumps(doc))
-    (p,), _, _ = import_file(path, ["x"])
-    assert p.completed == 200 and p.duration_s == pytest.approx(200 / 17.222547659562533)
+    (p,), _, meta = import_file(path, ["x"])
+    assert p.completed == 200 and p.duration_s == pytest.approx(200 / GENAI_RPS)
+    assert meta.workload["request_count_from"] == "request_count"
+    doc["request_count"]["avg"] = 0
+    path.write_text(json.dumps(doc))
+    with pytest.raises(ImportFormatError, match="request_count.avg: expected at least one request"):
+        import_file(path, ["x"])
 
 
 def test_guidellm_report_of_the_current_cli():
@@ -167,7 +243,10 @@ def test_one_folder_refuses_two_points_of_one_load(tmp_path):
 
 @pytest.mark.parametrize("path", FIXTURES, ids=lambda p: p.parent.name + "/" + p.name)
 def test_every_importer_round_trips_its_fixture(tmp_path, path):
-    """Imported, stored and read back unchanged; exported as Benchmark Reports and imported again: the same points."""
+    """Imported, stored and read back unchanged; exported as Benchmark Reports and imported again: the same points.
+    The genai-perf summary comes with a per-request export beside it (alone it is refused: no request count)."""
+    if path == GENAI_PERF:
+        path = genai_perf_run(tmp_path / "genai-perf")
     code, _ = cli(["import", str(path), "--out", str(tmp_path / "in")])
     assert code == 0
     expected = [run.points for run in import_runs(path, ["x"])]
@@ -296,10 +375,9 @@ def test_the_app_reads_uploaded_reports_of_the_new_tools(tmp_path):
 
     (point,), _, meta = import_file(AIPERF_NEW, ["x"])
     report = json.dumps(benchmark_report(point, 0, meta)).encode()
-    files = [("profile_export_aiperf.json", AIPERF_NEW.read_bytes()), ("report.json", report),
-             ("profile_export_genai_perf.json", GENAI_PERF.read_bytes())]
+    files = [("profile_export_aiperf.json", AIPERF_NEW.read_bytes()), ("report.json", report)]
     runs, errors = runs_from_uploads(files, {"gpu": "h200-sxm", "model": "Qwen/Qwen3-8B"})
-    assert errors == [] and len(runs) == 3
+    assert errors == [] and len(runs) == 2
 
 
 def test_an_imported_aiperf_run_is_compared_once_gpu_and_model_are_named(tmp_path):

@@ -7,6 +7,9 @@ The format is told from the content (and the file name where two formats share a
 through a strict pydantic model of the fields used (numbers must be JSON numbers, finite and not negative;
 counts integers; per-request lists of one length). Anything else is an ``ImportFormatError: FILE[:LINE]:
 field: what was expected`` on one line. Keys that are not read are ignored.
+
+Two formats read a second file beside the one given (an AIPerf per-record file its summary, a genai-perf
+summary perf_analyzer's per-request export); given too, that file is not imported a second time.
 """
 
 from __future__ import annotations
@@ -14,15 +17,16 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from validate.errors import ImportFormatError
+from validate.errors import ImportFormatError, ValidateError
 from validate.importers import aiperf, aiperf_records, benchmark_report, genai_perf, guidellm, inferencex, vllm_bench
 from validate.importers.common import ImportedRun, load_json, load_jsonl, load_yaml, read_bytes
 from validate.importers.guidellm import GuidellmReport, guidellm_load_label, import_guidellm
 from validate.importers.vllm_bench import VllmBenchFile, import_vllm_bench, summarize_fields, vllm_load_label
 from validate.results import PointResult, RequestRecord, RunMetadata
 
-__all__ = ["GuidellmReport", "ImportedRun", "VllmBenchFile", "guidellm_load_label", "import_file", "import_files",
-           "import_guidellm", "import_runs", "import_vllm_bench", "summarize_fields", "vllm_load_label"]
+__all__ = ["GuidellmReport", "ImportedRun", "VllmBenchFile", "guidellm_load_label", "import_each", "import_file",
+           "import_files", "import_guidellm", "import_runs", "import_vllm_bench", "summarize_fields",
+           "vllm_load_label"]
 
 KNOWN = ("a `vllm bench serve --save-result` file, a guidellm report, an AIPerf or genai-perf export, an llm-d "
          "Benchmark Report or InferenceX rows")
@@ -81,6 +85,10 @@ def import_runs(path: Path, argv: list[str]) -> list[ImportedRun]:
         return [genai_perf.import_genai_perf(raw, path, argv)]
     if aiperf.is_aiperf_summary(raw, path):
         return [aiperf.import_summary(raw, path, argv)]
+    if genai_perf.is_requests_export(raw):
+        raise ImportFormatError(f"{path}: perf_analyzer's per-request export (response texts, no token counts); "
+                                "import the genai-perf summary beside it (profile_export_genai_perf.json), which "
+                                "counts its requests in this file")
     raise ImportFormatError(f"{path}: not {KNOWN} (none of their keys: request_throughput and completed; "
                             "benchmarks; records or input_config; run, results and version)")
 
@@ -95,10 +103,28 @@ def import_file(path: Path, argv: list[str]) -> tuple[list[PointResult], list[Re
     return run.points, run.requests, run.metadata
 
 
+def import_each(paths: list[Path], argv: list[str]) -> list[tuple[Path, list[ImportedRun] | ValidateError]]:
+    """Each file's runs, or why it cannot be imported; a file that another one's import read beside itself (an
+    AIPerf summary beside its per-record file, a genai-perf summary's per-request export) is left out."""
+    outcomes: list[tuple[Path, list[ImportedRun] | ValidateError]] = []
+    for path in paths:
+        try:
+            outcomes.append((path, import_runs(path, argv)))
+        except ValidateError as err:
+            outcomes.append((path, err))
+    read = {p.resolve() for _, runs in outcomes if isinstance(runs, list) for run in runs for p in run.read_beside}
+    return [(path, outcome) for path, outcome in outcomes if path.resolve() not in read]
+
+
 def import_files(paths: list[Path], argv: list[str]) -> tuple[list[ImportedRun], list[str]]:
     """(results folders, warning lines) of one `validate import`. Several files of one configuration become one
     folder (their loads must differ); a file of several configurations must come alone."""
-    found = [(path, run) for path in paths for run in import_runs(path, argv)]
+    outcomes = import_each(paths, argv)
+    for _, outcome in outcomes:
+        if isinstance(outcome, ValidateError):
+            raise outcome
+    paths = [path for path, _ in outcomes]
+    found = [(path, run) for path, runs in outcomes for run in runs]
     warnings = [w for _, run in found for w in run.warnings]
     warnings += vllm_bench.prefix_cache_warnings(found)
     if len(paths) == 1 or len(found) == 1:

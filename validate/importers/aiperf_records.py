@@ -121,4 +121,4 @@ def import_records(lines: list[tuple[int, Any]], path: Path, argv: list[str]) ->
                              started_at=summary.start_time,
                              workload={"isl": rounded(point.isl), "osl": rounded(point.osl), "imported_from": str(path),
                                        "load_from": str(beside), "aiperf_version": summary.aiperf_version})
-    return ImportedRun([point], requests, metadata)
+    return ImportedRun([point], requests, metadata, read_beside=[beside])

@@ -2,8 +2,8 @@
 
 Files of one configuration (several vllm-bench or AIPerf runs of one server, guidellm's or llm-d's reports)
 become one folder, one point per load. InferenceX rows of several configurations become one subfolder of
-DIR each, with a scenario.json. Warnings (a vllm-bench sweep that resent cached prompts, a genai-perf file
-without counts) go to stderr, one line each, and are kept in the metadata.
+DIR each, with a scenario.json. Warnings (a vllm-bench sweep that resent cached prompts) go to stderr, one
+line each, and are kept in the metadata.
 """
 
 from __future__ import annotations

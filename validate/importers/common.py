@@ -85,7 +85,8 @@ def fields_of(stat: Stat | None, prefix: str) -> dict[str, float | None]:
 @dataclass
 class ImportedRun:
     """One results folder's worth: its points, requests and metadata, and (for a file that holds several
-    configurations) the subfolder it goes to. ``scenario`` becomes scenario.json beside the points."""
+    configurations) the subfolder it goes to. ``scenario`` becomes scenario.json beside the points. ``read_beside``:
+    the other files the import read (an AIPerf per-record file's summary, a genai-perf summary's request export)."""
 
     points: list[PointResult]
     requests: list[RequestRecord]
@@ -93,6 +94,7 @@ class ImportedRun:
     folder: str | None = None
     scenario: dict[str, Any] | None = None
     warnings: list[str] = field(default_factory=list)
+    read_beside: list[Path] = field(default_factory=list)
 
 
 def read_bytes(path: Path) -> bytes:
