@@ -4,9 +4,9 @@ The KV memory itself follows each engine's rule (`EngineProfile.kv_cache_bytes`,
 of this module is vLLM's block accounting, used for every engine.
 
 vLLM: KV memory = usable × gpu_memory_utilization − weights − activation peak of the profile run
-(a forward of max_num_batched_tokens tokens, and the sampler warm-up over max_num_seqs logits)
-− non-torch memory − CUDA graphs. Blocks = KV memory ÷ (block bytes × layers per pool); hybrid
-sliding/full models share pools between layer groups (vLLM's hybrid allocator).
+(a forward of max_num_batched_tokens tokens, and the sampler warm-up over max_num_seqs logits:
+`activation_peak_bytes`) − non-torch memory − CUDA graphs. Blocks = KV memory ÷ (block bytes × layers
+per pool); hybrid sliding/full models share pools between layer groups (vLLM's hybrid allocator).
 
 The token count vLLM prints ("GPU KV cache size") is blocks × block size for uniform models, but for hybrid
 ones it is max_model_len × the number of max_model_len requests the blocks hold, where a sliding-window
@@ -43,25 +43,65 @@ class MemoryPlan:
     layers_per_group: int
 
 
-def activation_peak_bytes(m: ModelArch, profile: EngineProfile, tp: int) -> float:
-    """Peak transient memory of the profile run: max(forward of the token budget, sampler warm-up).
+def lean_profile(m: ModelArch, profile: EngineProfile) -> bool:
+    """True when the engine profiles this model on its lean path: vLLM 0.26.0 runs dense models and a few MoE
+    architectures (`lean_moe_architectures`) on its V2 model runner, whose sampler warm-up holds the bf16 logits
+    only and which estimates no CUDA-graph memory; other MoE models take the V1 runner (full sampler, graph
+    estimate subtracted). vllm/config/vllm.py: use_v2_model_runner, DEFAULT_V2_MODEL_RUNNER_ARCHITECTURES."""
+    return m.moe is None or m.architecture in profile.lean_moe_architectures
 
-    Forward, per token (bf16): the dense MLP intermediate (gate+up, activation: 3 × width) plus the
-    attention projections and a few residual copies of the hidden state; MoE layers hold fused-MoE
-    workspaces per routed token (k × (2·f_e + h) values, `moe_activation_factor` times). Sampler:
-    max_num_seqs × vocab fp32 logits, `sampler_copies` times. vLLM 0.26.0 on H200 printed 1.1, 1.29 and
-    2.68 GiB for Llama-3.1-8B, Qwen3-8B and Qwen3-30B-A3B: the sampler sets the peak for the dense
-    models, the MoE workspaces for the MoE.
+
+def moe_workspace_bytes(m: ModelArch, profile: EngineProfile, tokens: int, tp: int = 1, ep: int = 1) -> float:
+    """The fused-MoE workspace the profile run allocates and keeps: vLLM's Triton experts (bf16, fp8) take two
+    buffers from the workspace manager, tokens × k × max(f, h) and tokens × k × max(2f, h) bf16 values (f the
+    expert width on this GPU: f_e ÷ TP, or f_e whole under expert parallelism; h the hidden size), and the
+    manager holds them after the run (vllm/v1/worker/workspace.py, fused_moe/experts/triton_moe.py
+    workspace_shapes). MXFP4 checkpoints (gpt-oss) take the OAI Triton kernels, which allocate per call and keep
+    nothing: 0 here."""
+    if m.moe is None or m.native_quantization == "mxfp4":
+        return 0.0
+    f = m.moe.expert_intermediate_size / (1 if ep > 1 else tp)
+    h = m.hidden_size
+    per_token = m.moe.num_experts_per_token * (max(f, h) + max(2 * f, h))
+    return profile.moe_activation_factor * tokens * per_token * 2
+
+
+def activation_peak_bytes(m: ModelArch, profile: EngineProfile, tp: int, ep: int = 1) -> float:
+    """Peak memory the profile run adds (vLLM's "peak activation"): max(forward, sampler warm-up) + a fixed
+    overhead, for a dummy batch of max_num_batched_tokens tokens in min(max_num_seqs, tokens) requests.
+
+    Forward, per token, bf16 values alive at a layer's peak: the attention output and two residual copies
+    (q/TP + 2h), plus a dense MLP's gate/up output and activation (3 × width/TP) or, in a MoE layer, the shared
+    experts' (3 × width/TP) on top of the fused-MoE workspace (`moe_workspace_bytes`, kept from the first MoE
+    layer on; MXFP4 experts instead allocate k × f per call), times `activation_bytes_per_token`, which is fitted.
+    Sampler warm-up: the workspace and the hidden states the run keeps, plus the sampler's own buffers:
+    full path (vLLM's V1 runner) bf16 logits + fp32 copy + probabilities + exponential noise = 3.5 fp32 logits
+    per request (`sampler_copies`) and a top-k/top-p scratch of `sampler_scratch_rows` vocab-wide fp32 rows; lean
+    path (`lean_profile`) the bf16 logits alone (`lean_sampler_copies`). Logits are all-gathered: the vocabulary
+    is not divided by TP. vLLM 0.26.0 on an H200 printed 2.68, 1.87, 2.87 GiB for Qwen3-30B-A3B, Mixtral-8x7B,
+    gpt-oss-20b (full path: the sampler sets their peaks) and 1.1, 1.29, 1.24, 1.09 GiB for Llama-3.1-8B,
+    Qwen3-8B, Gemma 3 27B, DeepSeek-V2-Lite (lean path: the forward does); tests/test_activation_peak.py checks
+    every printed peak in the committed logs.
     """
     tokens = min(profile.max_num_batched_tokens, 10**6)
-    dense_width = m.intermediate_size if (m.moe is None or m.moe.num_dense_layers) else 0
-    per_token = (3 * dense_width / tp + 4 * m.hidden_size + (m.q_dim + 2 * m.num_kv_heads * m.head_dim) / tp) * 2
+    reqs = min(profile.max_num_seqs, tokens)
+    h = m.hidden_size
+    attention = m.q_dim / tp + 2 * h
+    has_dense = m.moe is None or m.moe.num_dense_layers > 0
+    dense = 3 * m.intermediate_size / tp + attention if has_dense else 0.0
+    workspace = moe_workspace_bytes(m, profile, tokens, tp, ep)
+    forward = profile.activation_bytes_per_token * tokens * dense * 2
     if m.moe is not None:
-        routed = m.moe.num_experts_per_token * (2 * m.moe.expert_intermediate_size / tp + m.hidden_size) * 2
-        per_token += profile.moe_activation_factor * routed
-    forward = profile.activation_bytes_per_token * tokens * per_token
-    sampler = profile.sampler_copies * min(profile.max_num_seqs, tokens) * m.vocab_size * 4
-    return max(forward, sampler)
+        moe = attention + 3 * m.moe.shared_expert_intermediate_size / tp
+        if m.native_quantization == "mxfp4":
+            moe += m.moe.num_experts_per_token * m.moe.expert_intermediate_size / (1 if ep > 1 else tp)
+        forward = max(forward, workspace + profile.activation_bytes_per_token * tokens * moe * 2)
+    if lean_profile(m, profile):
+        sampler = profile.lean_sampler_copies * reqs * m.vocab_size * 4
+    else:
+        sampler = (profile.sampler_copies * reqs + min(profile.sampler_scratch_rows, reqs)) * m.vocab_size * 4
+    kept = workspace + tokens * h * 2 if sampler else 0.0
+    return max(forward, kept + sampler) + profile.profile_overhead_bytes
 
 
 def kv_groups(m: ModelArch) -> tuple[int, int]:
@@ -88,10 +128,10 @@ def reported_tokens(m: ModelArch, num_blocks: int, groups: int, layers_per_group
 
 
 def plan_memory(m: ModelArch, usable_bytes: float, weight_bytes: float, kv_bytes: float,
-                profile: EngineProfile, tp: int = 1, max_model_len: int | None = None) -> MemoryPlan:
+                profile: EngineProfile, tp: int = 1, max_model_len: int | None = None, ep: int = 1) -> MemoryPlan:
     budget = profile.budget_bytes(usable_bytes)
-    act = activation_peak_bytes(m, profile, tp)
-    graphs = profile.cuda_graph_bytes + (profile.moe_cuda_graph_bytes if m.moe is not None else 0.0)
+    act = activation_peak_bytes(m, profile, tp, ep)
+    graphs = profile.cuda_graph_bytes + (0.0 if lean_profile(m, profile) else profile.moe_cuda_graph_bytes)
     kv_mem = profile.kv_cache_bytes(usable_bytes, weight_bytes, act, graphs)  # the engine's memory rule
     per_token_layer = kv_bytes_per_token_per_layer(m, kv_bytes, tp)
     groups, layers_per_group = kv_groups(m)

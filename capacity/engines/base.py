@@ -32,10 +32,19 @@ class EngineProfile(BaseModel):
     block_size_tokens: int = Field(gt=0)
     non_torch_bytes: float = Field(ge=0, description="CUDA context growth, cuBLAS/NCCL workspaces counted by the profiler")
     cuda_graph_bytes: float = Field(ge=0, description="memory taken by captured CUDA graphs before KV allocation")
-    activation_bytes_per_token: float = Field(ge=0, description="multiplier on the profile run's per-token activation estimate")
-    sampler_copies: float = Field(ge=0, description="fp32 logits-sized buffers alive in the sampler warm-up")
-    moe_activation_factor: float = Field(ge=0, description="fused-MoE workspaces per routed token, in units of (2·f_e + h) bf16 values")
-    moe_cuda_graph_bytes: float = Field(0.0, ge=0, description="CUDA-graph estimate subtracted from the KV budget for MoE models")
+    activation_bytes_per_token: float = Field(ge=0, description="multiplier on the profile run's per-token forward activation "
+                                                                 "estimate (capacity.memory.activation_peak_bytes)")
+    sampler_copies: float = Field(ge=0, description="fp32 logits-sized buffers per request alive in the full sampler warm-up")
+    moe_activation_factor: float = Field(ge=0, description="multiplier on the fused-MoE workspace the profile run keeps "
+                                                           "(capacity.memory.moe_workspace_bytes; 1 = as the engine sizes it)")
+    moe_cuda_graph_bytes: float = Field(0.0, ge=0, description="CUDA-graph estimate subtracted from the KV budget for MoE models "
+                                                               "that are not profiled on the lean path")
+    lean_moe_architectures: tuple[str, ...] = Field((), description="MoE architectures profiled like dense models (lean "
+                                                                     "sampler, no CUDA-graph estimate); dense models always are")
+    lean_sampler_copies: float = Field(0.0, ge=0, description="fp32 logits-sized buffers per request alive in the lean "
+                                                              "sampler warm-up")
+    sampler_scratch_rows: int = Field(0, ge=0, description="vocab-wide fp32 rows of scratch the full sampler warm-up keeps")
+    profile_overhead_bytes: float = Field(0.0, ge=0, description="fixed bytes the profile run adds to its peak")
     max_cudagraph_tokens: int = Field(512, ge=0, description="steps with more tokens run without CUDA graphs")
     in_flight_batches: int = Field(2, ge=1, description="batches scheduled but not finished (async scheduling: 2); "
                                    "a sliding-window group may hold window − 1 + this × token budget tokens")

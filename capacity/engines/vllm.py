@@ -20,6 +20,10 @@ GiB = 2**30
 MAX_NUM_SEQS = 1024
 MAX_NUM_BATCHED_TOKENS = 8192
 LARGEST_DEFAULT_GRAPH_TOKENS = 512
+# MoE architectures vLLM 0.26.0 runs on its V2 model runner by default, as it does every dense model
+# (vllm/config/vllm.py DEFAULT_V2_MODEL_RUNNER_ARCHITECTURES): profiled like dense models
+LEAN_MOE_ARCHITECTURES = ("DeepseekV2ForCausalLM", "GraniteMoeForCausalLM", "InklingForCausalLM",
+                          "InklingForConditionalGeneration", "LongcatFlashNgramForCausalLM", "Qwen2MoeForCausalLM")
 
 
 def default_graph_tokens(max_num_seqs: int, max_num_batched_tokens: int) -> int:
@@ -37,11 +41,37 @@ PROFILE = EngineProfile(
     block_size_tokens=16,
     non_torch_bytes=0.22 * GiB,  # vLLM 0.26.0 on H200: "0.22 GiB for non-torch memory" (0.24 for the MoE)
     cuda_graph_bytes=0.0,  # 0.26.0 reports CUDA-graph memory (~1 GiB) but does not subtract it from the KV budget
-    activation_bytes_per_token=1.0,
-    sampler_copies=2.25,  # Llama-3.1-8B: 1.1 GiB peak = 2.25 × 1024 × 128256 × 4 B; Qwen3-8B: 1.29 GiB likewise
-    moe_activation_factor=5.7,  # Qwen3-30B-A3B: 2.68 GiB peak activation; the only MoE measured so far
-    # 0.26.0 printed "Estimated CUDA graph memory: 0.64 GiB" and subtracted it for Qwen3-30B-A3B, but printed
-    # no estimate (and subtracted none) for the three dense models: measured behaviour, cause not yet known
+    # The profile run's peak (capacity.memory.activation_peak_bytes). Read from vLLM 0.26.0's own source (the wheel
+    # the H200 sittings ran, commit ffd46bfab): dense models and LEAN_MOE_ARCHITECTURES run on the V2 model runner,
+    # other MoE models on the V1 runner (vllm/config/vllm.py use_v2_model_runner; every committed log agrees: "Using
+    # V2 Model Runner" for Llama, Qwen3-8B/32B, Gemma 3, DeepSeek-V2-Lite, not for Qwen3-30B-A3B, Mixtral, gpt-oss).
+    # From the code, not fitted:
+    # - V1 sampler warm-up (v1/worker/gpu_model_runner.py _dummy_sampler_run, v1/sample/sampler.py, top-k/top-p in
+    #   Triton with VLLM_USE_FLASHINFER_SAMPLER=0): bf16 logits 2 B + fp32 copy 4 + softmax probabilities 4 +
+    #   exponential noise 4 = 14 B per request and vocabulary entry = 3.5 fp32 copies;
+    sampler_copies=3.5,
+    # - plus the Triton top-k/top-p scratch it caches, min(SMs, requests) fp32 rows of the vocabulary
+    #   (v1/sample/ops/topk_topp_triton.py); 132 = the SMs of an H100/H200 SXM, the only GPU measured;
+    sampler_scratch_rows=132,
+    # - V2 sampler warm-up (v1/worker/gpu/sample/sampler.py): the dummy requests have no top-k/top-p and
+    #   temperature 0, so it keeps the bf16 logits (0.5 fp32 copies) and a few per-block maxima;
+    lean_sampler_copies=0.5,
+    lean_moe_architectures=LEAN_MOE_ARCHITECTURES,
+    # - the Triton fused-MoE workspace as the workspace manager keeps it (fused_moe/experts/triton_moe.py), whole.
+    moe_activation_factor=1.0,
+    # Fitted, each declared before fitting (fit set: Llama-3.1-8B, Qwen3-8B, gemma-3-27b-it at TP 1, and
+    # Qwen3-30B-A3B; held out: Mixtral-8x7B, gpt-oss-20b, DeepSeek-V2-Lite, the TP 2 runs, the FP8 runs):
+    # - the forward's compiled-graph allocations over the per-token estimate (V2 profile run, attention skipped):
+    #   geometric mean of (printed - overhead) / estimate over the three dense models, 1.25, 1.66, 0.99 (Llama,
+    #   Qwen3-8B, Gemma 3). The spread is not explained: Qwen3-8B needs more than Llama with a narrower MLP. Lean-path
+    #   peaks are within 28 % (fit) and 25 % (held out), 0.35 GiB at most;
+    activation_bytes_per_token=1.27,
+    # - what every profile run adds besides the sampler, hidden states and workspace: Qwen3-30B-A3B's 2.68 GiB minus
+    #   its code-derived 2.634 GiB. One model sets it, so it is a guess; Mixtral and gpt-oss, held out, land within
+    #   0.4 % with it. Cause not identified (the 32 MiB cuBLAS workspace of a first GEMM would be most of it).
+    profile_overhead_bytes=0.045 * GiB,
+    # 0.26.0 printed "Estimated CUDA graph memory: 0.64 GiB" and subtracted it for Qwen3-30B-A3B (0.54 Mixtral, 0.58
+    # gpt-oss), none for the V2-runner models: the V2 runner's profile_cudagraph_memory returns 0 in 0.26.0
     moe_cuda_graph_bytes=0.64 * GiB,
     max_cudagraph_tokens=default_graph_tokens(MAX_NUM_SEQS, MAX_NUM_BATCHED_TOKENS),
     in_flight_batches=2,
