@@ -145,11 +145,14 @@ def objective_inputs(sb) -> tuple[float, float, float]:
 def measurements_input(sb) -> None:
     """Uploaded results (read from session state by the Measured and Explorer tabs)."""
     sb.header("Your measurements")
-    sb.file_uploader("validate's points.jsonl (+ metadata.json) or `vllm bench serve --save-result` JSON",
-                     type=["jsonl", "json"], accept_multiple_files=True, key="results_upload",
+    sb.file_uploader("validate's points.jsonl (+ metadata.json), or any file `validate import` reads",
+                     type=["jsonl", "json", "yaml", "yml"], accept_multiple_files=True, key="results_upload",
                      help="Shown against the prediction (Measured vs predicted) and ranked with the project's "
-                          "results (Explorer). A file that names no GPU or precision is taken to be the "
-                          "configuration above.")
+                          "results (Explorer). Other tools' files are read as `validate import` reads them: "
+                          "`vllm bench serve --save-result`, guidellm, AIPerf (profile_export_aiperf.json, or "
+                          "profile_export.jsonl with that summary), genai-perf (with its profile_export.json), llm-d "
+                          "Benchmark Reports, InferenceX rows. A file that names no GPU or precision is taken to be "
+                          "the configuration above.")
 
 
 def sidebar() -> tuple[Scenario, float, float, float, str]:

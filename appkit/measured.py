@@ -20,8 +20,9 @@ import capacity.engines as capacity_engines
 from capacity import Scenario
 from capacity.errors import CapacityError
 from validate.compare import METRICS as COMPARED, MeasuredRun, compare_run, load_run, summarize
-from validate.errors import ValidateError
-from validate.importers import import_file
+from validate.errors import ValidateError, one_line
+from validate.importers import ImportedRun, import_each
+from validate.results import POINTS_FILE, PointResult
 
 METRICS = ("requests_per_s", "output_tokens_per_s", "total_tokens_per_s", "mean_ttft_s", "median_ttft_s",
            "p90_ttft_s", "p99_ttft_s", "mean_itl_s", "median_itl_s", "p90_itl_s", "p99_itl_s", "mean_e2e_latency_s")
@@ -72,48 +73,63 @@ def load_corpus(root: Path) -> tuple[list[Run], list[str]]:
     return runs, errors
 
 
+def _first_line_object(text: str) -> Any:
+    """The JSON value of the first non-blank line (None when it is not JSON)."""
+    first = next((line for line in text.splitlines() if line.strip()), "")
+    try:
+        return json.loads(first)
+    except (ValueError, RecursionError):
+        return None
+
+
 def parse_upload(name: str, data: bytes) -> tuple[str, Any]:
-    """Classify one uploaded file: ('points', text), ('metadata', dict) or ('report', dict) (another tool's report)."""
+    """Classify one uploaded file: ('points', text) validate's points.jsonl, ('metadata', dict) its metadata.json, or
+    ('report', None) any other file, which validate.importers reads as `validate import` does (vllm bench, guidellm,
+    AIPerf summaries and per-record files, genai-perf, llm-d Benchmark Reports in JSON or YAML, InferenceX rows)
+    or refuses with the one-line error the CLI prints (a file that is not JSON or UTF-8 too)."""
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
-        raise MeasuredError(f"{name}: not a UTF-8 text file") from None
+        return "report", None
     stripped = text.strip()
-    if not stripped:
-        raise MeasuredError(f"{name}: empty file")
+    if name.endswith((".yaml", ".yml")) or not stripped or stripped.startswith("#"):
+        return "report", None
     if name.endswith(".jsonl") or (stripped.count("\n") and stripped.startswith("{") and "\n{" in stripped):
-        return "points", text
+        first = _first_line_object(stripped)
+        ours = Path(name).name == POINTS_FILE or (isinstance(first, dict) and "load" in first)
+        return ("points", text) if ours else ("report", None)
     try:
         obj = json.loads(stripped)
-    except json.JSONDecodeError as exc:
-        raise MeasuredError(f"{name}: not valid JSON ({exc.msg} at line {exc.lineno})") from None
-    if isinstance(obj, dict) and ("request_throughput" in obj or "benchmarks" in obj or {"run", "results"} <= set(obj)):
-        return "report", obj  # vllm bench, guidellm, AIPerf, genai-perf, llm-d Benchmark Report
-    if isinstance(obj, dict) and ("validate_command" in obj or "engine_argv" in obj or "model_id" in obj):
+    except (ValueError, RecursionError):
+        return "report", None
+    if isinstance(obj, dict) and ("validate_command" in obj or "engine_argv" in obj):
         return "metadata", obj
-    if isinstance(obj, dict) and "load" in obj:
+    if isinstance(obj, dict) and "load" in obj and "completed" in obj:  # one point, pretty-printed
         return "points", stripped.replace("\n", " ") + "\n"
-    raise MeasuredError(f"{name}: neither points.jsonl, metadata.json nor a report of vllm bench, guidellm, AIPerf, "
-                        "genai-perf or an llm-d Benchmark Report (JSON)")
+    return "report", None
 
 
-def upload_scenario(meta: dict[str, Any], defaults: dict[str, Any]) -> dict[str, Any]:
-    """scenario.json for an uploaded run: what its metadata does not say, from `defaults` (the sidebar). Without
-    an engine command line, the sidebar's layout is written as one through the engine's flag table, so
-    load_run reads it back the way it reads a real one."""
+def upload_scenario(meta: dict[str, Any], defaults: dict[str, Any], own: dict[str, Any] | None = None
+                    ) -> dict[str, Any]:
+    """scenario.json for an uploaded run: the file's own (InferenceX rows name their configuration), then what its
+    metadata does not say from `defaults` (the sidebar). Without an engine command line, the sidebar's layout is
+    written as one through the engine's flag table, so load_run reads it back the way it reads a real one."""
+    own = own or {}
     out: dict[str, Any] = {}
     for key, meta_key in (("model", "model_id"), ("gpu", "gpu_id"), ("engine", "engine")):
-        if not meta.get(meta_key) and defaults.get(key):
+        if not own.get(key) and not meta.get(meta_key) and defaults.get(key):
             out[key] = defaults[key]
-    if not meta.get("engine_argv"):
-        engine = meta.get("engine") if meta.get("engine") in capacity_engines.names() else out.get("engine", "vllm")
+    if not meta.get("engine_argv") and not own.get("engine_argv"):
+        engine = own.get("engine") or meta.get("engine")
+        engine = engine if engine in capacity_engines.names() else out.get("engine", "vllm")
         table = capacity_engines.get(engine).flags
         out["engine_argv"] = table.argv(table.options_for({"tp": defaults.get("tp", 1)}))
-        out.update({k: defaults[k] for k in ("precision", "kv_precision") if defaults.get(k)})
-    return out
+        out.update({k: defaults[k] for k in ("precision", "kv_precision") if defaults.get(k) and k not in own})
+    return {**out, **own}
 
 
-def _read_folder(name: str, points_text: str, meta: dict[str, Any], defaults: dict[str, Any]) -> Run:
+def _read_folder(name: str, points_text: str, meta: dict[str, Any], defaults: dict[str, Any],
+                 own_scenario: dict[str, Any] | None = None) -> Run:
     """An uploaded run as a results folder, read by load_run (messages name the upload, not the folder)."""
     with tempfile.TemporaryDirectory(prefix="llmcap-upload-") as tmp:
         folder = Path(tmp) / "run"
@@ -121,7 +137,7 @@ def _read_folder(name: str, points_text: str, meta: dict[str, Any], defaults: di
         (folder / "points.jsonl").write_text(points_text)
         if meta:
             (folder / "metadata.json").write_text(json.dumps(meta))
-        (folder / "scenario.json").write_text(json.dumps(upload_scenario(meta, defaults)))
+        (folder / "scenario.json").write_text(json.dumps(upload_scenario(meta, defaults, own_scenario)))
         try:
             run = load_run(folder)
         except (ValidateError, CapacityError, OSError, ValueError) as exc:
@@ -134,25 +150,20 @@ def _read_folder(name: str, points_text: str, meta: dict[str, Any], defaults: di
 
 def runs_from_uploads(files: list[tuple[str, bytes]], defaults: dict[str, Any] | None = None
                       ) -> tuple[list[Run], list[str]]:
-    """Uploaded points.jsonl files (with an uploaded metadata.json: one applies to all) and reports of other tools
+    """Uploaded points.jsonl files (with an uploaded metadata.json: one applies to all) and other tools' files
     (through validate.importers, as `validate import` reads them)."""
     defaults = defaults or {}
-    points, errors, meta, runs = [], [], {}, []
+    points, errors, meta, reports = [], [], {}, []
     for name, data in files:
-        try:
-            kind, obj = parse_upload(name, data)
-        except MeasuredError as exc:
-            errors.append(str(exc))
-            continue
+        kind, obj = parse_upload(name, data)
         if kind == "metadata":
             meta = obj
         elif kind == "points":
             points.append((name, obj))
         else:
-            try:
-                runs.append(_import_report(name, data, defaults))
-            except MeasuredError as exc:
-                errors.append(str(exc))
+            reports.append((name, data))
+    runs, report_errors = _import_reports(reports, defaults)
+    errors += report_errors
     for name, text in points:
         try:
             runs.append(_read_folder(name, text, meta, defaults))
@@ -161,16 +172,58 @@ def runs_from_uploads(files: list[tuple[str, bytes]], defaults: dict[str, Any] |
     return runs, errors
 
 
-def _import_report(name: str, data: bytes, defaults: dict[str, Any]) -> Run:
-    with tempfile.TemporaryDirectory(prefix="llmcap-upload-") as tmp:
-        path = Path(tmp) / (Path(name).name or "report.json")
+def _side_by_side(root: Path, files: list[tuple[str, bytes]]) -> dict[Path, str]:
+    """Write the files under their names into one folder, so a file that reads another beside it (an AIPerf
+    per-record file its summary, a genai-perf summary its request export) finds it; a second file of a name
+    goes to a folder of its own. Returns path -> the name the user gave."""
+    written: dict[Path, str] = {}
+    for name, data in files:
+        base = Path(name).name or "report.json"
+        n = 0
+        while (root / str(n) / base) in written:
+            n += 1
+        path = root / str(n) / base
+        path.parent.mkdir(exist_ok=True)
         path.write_bytes(data)
+        written[path] = name
+    return written
+
+
+def _error_line(err: Exception, root: Path) -> str:
+    """The error as `validate import` prints it (`Type: message`, one line), the upload's name for its path."""
+    return re.sub(rf"{re.escape(str(root))}/\d+/", "", f"{type(err).__name__}: {one_line(err)}")
+
+
+def _import_reports(files: list[tuple[str, bytes]], defaults: dict[str, Any]) -> tuple[list[Run], list[str]]:
+    """Other tools' files through validate.importers.import_each, the reader of `validate import`: one run per
+    configuration a file holds (InferenceX rows hold many), one error line per file it refuses."""
+    if not files:
+        return [], []
+    runs, errors = [], []
+    with tempfile.TemporaryDirectory(prefix="llmcap-upload-") as tmp:
+        root = Path(tmp)
+        written = _side_by_side(root, files)
         try:
-            points, _, metadata = import_file(path, ["app upload", Path(name).name])
-        except (ValidateError, KeyError, TypeError, ValueError) as exc:
-            raise MeasuredError(f"{name}: cannot import ({type(exc).__name__}: {exc})") from None
-    text = "".join(p.model_dump_json() + "\n" for p in points)
-    return _read_folder(name, text, metadata.model_dump(mode="json", exclude_none=True), defaults)
+            outcomes = import_each(list(written), ["app upload", *(Path(p).name for p in written)])
+        except (KeyError, TypeError, ValueError) as exc:  # an importer's fault, not the file's: still one line
+            return [], [f"{', '.join(written.values())}: cannot import ({_error_line(exc, root)})"]
+        for path, outcome in outcomes:
+            if isinstance(outcome, Exception):
+                errors.append(_error_line(outcome, root))
+                continue
+            for imported in outcome:
+                try:
+                    runs.append(_imported_run(written[path], imported, defaults))
+                except MeasuredError as exc:
+                    errors.append(str(exc))
+    return runs, errors
+
+
+def _imported_run(name: str, imported: ImportedRun, defaults: dict[str, Any]) -> Run:
+    label = f"{name} · {imported.folder}" if imported.folder else name
+    text = "".join(p.model_dump_json() + "\n" for p in imported.points)
+    return _read_folder(label, text, imported.metadata.model_dump(mode="json", exclude_none=True), defaults,
+                        imported.scenario)
 
 
 def runs_table(runs: list[Run]) -> pd.DataFrame:
@@ -231,10 +284,26 @@ def predict_points(runs: list[Run], points: pd.DataFrame, s: Scenario) -> pd.Dat
     rows = []
     for i in sorted({i for i, _ in wanted}):
         r = runs[i]
+        by_load = {p.load: p for p in r.run.points}
         for row in compare_run(r.run, {mode: None}):
             if (i, row["load"]) in wanted:
-                rows.append({**row, "source": r.source, "origin": r.origin})
+                rows.append({**row, "source": r.source, "origin": r.origin, **telemetry_columns(by_load[row["load"]])})
     return app_columns(pd.DataFrame(rows))
+
+
+NO_COUNTERS = "no counters recorded"
+
+
+def telemetry_columns(p: PointResult) -> dict[str, Any]:
+    """What the point recorded beside its latencies (validate's PointResult): the engine's counters in one line
+    (EngineTelemetry.describe: running and waiting peaks, prefix-cache hit rate, preemptions, share of the point
+    with the KV cache full, draft acceptance, flags), the GPUs' mean power and joules per output token, and the
+    point's note on what is missing. Points measured before telemetry existed, and other tools' files, have none."""
+    t, g = p.engine_telemetry, p.gpu_telemetry
+    return {"engine_counters": t.describe() if t is not None else NO_COUNTERS,
+            "gpu_mean_power_w": g.mean_power_w if g is not None else None,
+            "gpu_joules_per_output_token": g.joules_per_output_token if g is not None else None,
+            "telemetry_note": p.telemetry_note or ""}
 
 
 def app_columns(compared: pd.DataFrame) -> pd.DataFrame:

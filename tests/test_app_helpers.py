@@ -39,16 +39,16 @@ def test_vllm_bench_upload_is_read_by_validates_importer():
     assert runs[0].run.scenario["model"] == "meta-llama/Llama-3.1-8B"
 
 
-def test_parse_upload_classifies_and_rejects():
+def test_parse_upload_classifies_and_leaves_the_rest_to_the_importers():
     assert measured.parse_upload("b.json", BENCH.read_bytes())[0] == "report"
     assert measured.parse_upload("points.jsonl", (RUN_DIR / "points.jsonl").read_bytes())[0] == "points"
+    assert measured.parse_upload("run.jsonl", (RUN_DIR / "points.jsonl").read_bytes())[0] == "points"
     assert measured.parse_upload("metadata.json", (RUN_DIR / "metadata.json").read_bytes())[0] == "metadata"
-    with pytest.raises(measured.MeasuredError, match="not valid JSON"):
-        measured.parse_upload("x.json", b"{oops")
-    with pytest.raises(measured.MeasuredError, match="neither"):
-        measured.parse_upload("x.json", b'{"a": 1}')
-    with pytest.raises(measured.MeasuredError, match="empty"):
-        measured.parse_upload("x.json", b"  ")
+    records = FIXTURES / "aiperf" / "run1" / "profile_export.jsonl"
+    assert measured.parse_upload(records.name, records.read_bytes())[0] == "report"  # AIPerf's, not validate's
+    for name, data in (("x.json", b"{oops"), ("x.json", b'{"a": 1}'), ("x.json", b"  "), ("x.json", b"\xff\xfe"),
+                       ("r.yaml", b"a: 1"), ("rows.jsonl", b"# header\n{}")):
+        assert measured.parse_upload(name, data) == ("report", None), name  # validate.importers says why
 
 
 def test_uploaded_points_and_metadata_read_like_a_results_folder():

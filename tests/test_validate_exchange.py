@@ -375,9 +375,13 @@ def test_the_app_reads_uploaded_reports_of_the_new_tools(tmp_path):
 
     (point,), _, meta = import_file(AIPERF_NEW, ["x"])
     report = json.dumps(benchmark_report(point, 0, meta)).encode()
-    files = [("profile_export_aiperf.json", AIPERF_NEW.read_bytes()), ("report.json", report)]
+    genai = genai_perf_run(tmp_path / "genai-perf")
+    export = genai.with_name("profile_export.json")
+    files = [("profile_export_aiperf.json", AIPERF_NEW.read_bytes()), ("report.json", report),
+             (genai.name, genai.read_bytes()), (export.name, export.read_bytes())]
     runs, errors = runs_from_uploads(files, {"gpu": "h200-sxm", "model": "Qwen/Qwen3-8B"})
-    assert errors == [] and len(runs) == 2
+    assert errors == [] and len(runs) == 3
+    assert [p.completed for p in runs[2].run.points] == [200]
 
 
 def test_an_imported_aiperf_run_is_compared_once_gpu_and_model_are_named(tmp_path):

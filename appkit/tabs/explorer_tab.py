@@ -22,7 +22,7 @@ def explorer_tab(s: Scenario, h: Headline, ttft_slo: float, itl_slo: float, targ
         st.warning(f"Skipped: {e}")
     if allp.empty:
         st.info("No measured results yet: the project's `data/measurements/` is empty and nothing is uploaded. "
-                "Upload points.jsonl or `vllm bench serve` JSON in the sidebar (*Your measurements*), or run "
+                "Upload points.jsonl or any file `validate import` reads in the sidebar (*Your measurements*), or run "
                 "`validate run ... --out data/measurements/<gpu>/<engine-version>/<name>`.", icon=":material/info:")
         return
     c = st.columns([2, 1, 3, 2, 2, 2])

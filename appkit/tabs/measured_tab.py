@@ -63,6 +63,28 @@ def measured_tab(s: Scenario, h: Headline, ttft_slo: float, itl_slo: float, targ
         return
     key = tuple(f"{r.origin}:{r.source}" for r in runs)
     df = cached.predicted(points, s.model_dump_json(), key, tuple(runs))
+    _typical_errors(df)
+    st.vega_lite_chart(spec=charts.measured_vs_predicted(df), width="content")
+    df = df.assign(ttft_ms=df["ttft_s"] * 1e3, itl_ms=df["itl_s"] * 1e3, pred_ttft_ms=df.get("pred_ttft_s") * 1e3,
+                   pred_itl_ms=df.get("pred_itl_s") * 1e3)
+    _points_table(df)
+    st.caption(f"error % = predicted ÷ measured − 1. Statistic compared: the {measured.STATISTIC} TTFT and ITL of each "
+               "point's requests against the model's means (the same as `validate compare` and docs/accuracy.md). "
+               "Only runs of the sidebar's engine count; uploads name their configuration in their metadata, else the "
+               "sidebar's is taken.")
+    _telemetry_table(df)
+    _csv_button(df[[c for c in (*POINT_COLUMNS, *TELEMETRY_COLUMNS) if c in df]], "measured-vs-predicted.csv",
+                "csv_measured")
+
+
+POINT_COLUMNS = ("origin", "source", "load", "isl", "osl", "requests_per_s", "pred_requests_per_s",
+                 "err_requests_per_s_pct", "output_tokens_per_s", "pred_output_tokens_per_s",
+                 "err_output_tokens_per_s_pct", "ttft_ms", "pred_ttft_ms", "err_ttft_s_pct", "itl_ms", "pred_itl_ms",
+                 "err_itl_s_pct", "pred_error")
+TELEMETRY_COLUMNS = ("engine_counters", "gpu_mean_power_w", "gpu_joules_per_output_token", "telemetry_note")
+
+
+def _typical_errors(df: pd.DataFrame) -> None:
     typical = measured.typical_errors(df)
     cols = st.columns(4)
     for col, (m, label) in zip(cols, (("requests_per_s", "requests/s"), ("output_tokens_per_s", "output tokens/s"),
@@ -73,15 +95,11 @@ def measured_tab(s: Scenario, h: Headline, ttft_slo: float, itl_slo: float, targ
                    help="mean |predicted ÷ measured − 1| over the points, as `validate compare` summarizes it",
                    delta=f"{err.notna().sum()} points, bias {err.median():+.0f} %" if ok else None,
                    delta_color="off", delta_arrow="off")
-    st.vega_lite_chart(spec=charts.measured_vs_predicted(df), width="content")
-    cols = ["origin", "source", "load", "isl", "osl", "requests_per_s", "pred_requests_per_s", "err_requests_per_s_pct",
-            "output_tokens_per_s", "pred_output_tokens_per_s", "err_output_tokens_per_s_pct", "ttft_ms", "pred_ttft_ms",
-            "err_ttft_s_pct", "itl_ms", "pred_itl_ms", "err_itl_s_pct", "pred_error"]
-    df = df.assign(ttft_ms=df["ttft_s"] * 1e3, itl_ms=df["itl_s"] * 1e3, pred_ttft_ms=df.get("pred_ttft_s") * 1e3,
-                   pred_itl_ms=df.get("pred_itl_s") * 1e3)
-    table = df[[c for c in cols if c in df]]
+
+
+def _points_table(df: pd.DataFrame) -> None:
     n, pct = st.column_config.NumberColumn, "%+.0f%%"
-    st.dataframe(table, hide_index=True, width="stretch", column_config={
+    st.dataframe(df[[c for c in POINT_COLUMNS if c in df]], hide_index=True, width="stretch", column_config={
         "isl": n("in", format="%.0f"), "osl": n("out", format="%.0f"),
         "requests_per_s": n("req/s", format="%.2f"), "pred_requests_per_s": n("predicted", format="%.2f"),
         "err_requests_per_s_pct": n("error", format=pct),
@@ -91,9 +109,28 @@ def measured_tab(s: Scenario, h: Headline, ttft_slo: float, itl_slo: float, targ
         "err_ttft_s_pct": n("error", format=pct),
         "itl_ms": n("mean ITL (ms)", format="%.2f"), "pred_itl_ms": n("predicted", format="%.2f"),
         "err_itl_s_pct": n("error", format=pct), "pred_error": "prediction error"})
-    st.caption(f"error % = predicted ÷ measured − 1. Statistic compared: the {measured.STATISTIC} TTFT and ITL of each "
-               "point's requests against the model's means (the same as `validate compare` and docs/accuracy.md). "
-               "Only runs of the sidebar's engine count; uploads name their configuration in their metadata, else the "
-               "sidebar's is taken.")
-    _csv_button(table, "measured-vs-predicted.csv", "csv_measured")
 
+
+def _telemetry_table(df: pd.DataFrame) -> None:
+    """What the engine's /metrics and the GPUs recorded during each point (validate's PointResult telemetry)."""
+    if "engine_counters" not in df:
+        return
+    recorded = (df["engine_counters"] != measured.NO_COUNTERS) | df["gpu_mean_power_w"].notna()
+    if not recorded.any():
+        st.caption(f"Engine counters and GPU power: {measured.NO_COUNTERS} for these points (measured before "
+                   "`validate` read the engine's /metrics and the GPUs, or imported from another tool's file).")
+        return
+    st.markdown(f"**What the engine and the GPUs recorded** during each point ({int(recorded.sum())} of {len(df)} "
+                "points have it)")
+    notes = df["telemetry_note"].astype(bool).any()  # a column only where some point says what it lacks
+    cols = ["origin", "source", "load", *TELEMETRY_COLUMNS[:3], *(["telemetry_note"] if notes else [])]
+    n = st.column_config.NumberColumn
+    st.dataframe(df[cols], hide_index=True, width="stretch", column_config={
+        "engine_counters": st.column_config.TextColumn(
+            "engine counters", width="large", help="the engine's own /metrics over the point: running and waiting "
+            "peaks, prefix-cache hit rate, preemptions, share of the point with the KV cache full, draft acceptance, "
+            "and a FLAG where the counters contradict the workload"),
+        "gpu_mean_power_w": n("GPU power (W)", format="%.0f", help="mean power of the point's GPUs, summed (NVML)"),
+        "gpu_joules_per_output_token": n("J / output token", format="%.2f",
+                                         help="GPU energy over the point ÷ its output tokens"),
+        "telemetry_note": "what is missing"})
