@@ -1,4 +1,7 @@
-"""Load specifications: 'sync', 'concurrency:C', 'burst:N', 'rate:R' (requests per second)."""
+"""Load specifications: 'sync', 'concurrency:C', 'burst:N', 'rate:R' (requests per second): the one grammar the
+model (`capacity estimate --load`), the validator (`validate --profile`, which adds lists and `sweep`) and the
+campaign specs read. A load's label (`str(load)`, rates to 6 significant digits) is how measured points are stored,
+resumed and matched to predictions."""
 
 from __future__ import annotations
 
@@ -16,13 +19,16 @@ RATE_MAX_PER_S = 1e7
 class Load(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
     kind: LoadKind
-    value: float = Field(gt=0)
+    value: float = Field(default=1.0, gt=0, description="clients, requests in the burst, or requests/s (sync: 1)")
 
     def __str__(self) -> str:
         if self.kind == "sync":
             return "sync"
-        v = int(self.value) if self.kind != "rate" else self.value
-        return f"{self.kind}:{v:g}" if self.kind == "rate" else f"{self.kind}:{v}"
+        return f"rate:{self.value:.6g}" if self.kind == "rate" else f"{self.kind}:{int(self.value)}"
+
+    @property
+    def label(self) -> str:
+        return str(self)
 
 
 def parse_load(text: str) -> Load:
@@ -47,3 +53,19 @@ def parse_load(text: str) -> Load:
     if kind != "rate" and value > 10**7:
         raise WorkloadError(f"bad load '{text}': {kind} of {value:g} requests is absurd (max 10,000,000)")
     return Load(kind=kind, value=value)  # type: ignore[arg-type]
+
+
+def parse_loads(text: str) -> list[Load]:
+    """'sync', or a kind with one or more comma-separated values ('concurrency:1,4,16', 'rate:2,4.5'). Two values
+    that share a label (rates equal to 6 significant digits) are refused: points are stored by label."""
+    kind, _, raw = text.strip().partition(":")
+    if not raw or "," not in raw:
+        return [parse_load(text)]
+    loads = [parse_load(f"{kind}:{v.strip()}") for v in raw.split(",") if v.strip()]
+    seen: dict[str, float] = {}
+    for load in loads:
+        if load.label in seen:
+            raise WorkloadError(f"{seen[load.label]:.15g} and {load.value:.15g} are the same load point {load.label} "
+                                "(labels keep 6 significant digits); give distinct values")
+        seen[load.label] = load.value
+    return loads

@@ -17,6 +17,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from capacity import Scenario, estimate  # noqa: E402
 from capacity.errors import CapacityError  # noqa: E402
+from validate.spec_points import parse_point  # noqa: E402
 
 KEEP = ("kv_capacity_tokens", "ttft_s", "itl_s", "e2e_latency_s", "requests_per_s", "output_tokens_per_s",
         "running_requests", "calibration", "regime")
@@ -34,17 +35,12 @@ def points(spec: list[dict]):
                 extra = {"length_dist": kind, "length_ratio": float(ratio or 0)}
             if "--shared-prefix" in args:  # the share a prefix cache can serve: priced as the hit rate
                 extra["prefix_hit_rate"] = float(args[args.index("--shared-prefix") + 1])
-            for p in (own[0] if own else cfg["points"]):
-                kind, *rest = p.split(":")
-                if kind == "concurrency":
-                    yield cfg, isl, osl, opts.get("dir", f"{isl}x{osl}"), f"concurrency:{rest[0]}", int(rest[1]), extra
-                elif kind in ("prate", "crate"):
-                    yield cfg, isl, osl, opts.get("dir", f"{isl}x{osl}"), f"rate:{rest[0]}", int(rest[1]), {
-                        **extra, "arrivals": "poisson" if kind == "prate" else "constant"}
-                elif kind == "burst":
-                    yield cfg, isl, osl, opts.get("dir", f"{isl}x{osl}"), f"burst:{rest[0]}", None, extra
-                elif kind == "sync":
-                    yield cfg, isl, osl, opts.get("dir", f"{isl}x{osl}"), "sync", int(rest[0]), extra
+            for text in (own[0] if own else cfg["points"]):
+                pt = parse_point(text)  # validate/spec_points.py, as campaign.py reads it
+                if pt.load is None or not pt.recorded:  # rates are placed on the device; warm-ups are not measured
+                    continue
+                options = {**extra, "arrivals": pt.arrivals} if pt.load.kind == "rate" else extra
+                yield cfg, isl, osl, opts.get("dir", f"{isl}x{osl}"), pt.load.label, pt.num_requests, options
 
 
 def main() -> None:

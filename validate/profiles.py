@@ -27,27 +27,14 @@ from typing import Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
+from capacity.errors import WorkloadError
+from capacity.load import Load, parse_loads
 from validate.client import Client
 from validate.errors import UsageError, ValidateError
 from validate.results import PointResult, RequestRecord
 from validate.workload import PromptMaker
 
-Kind = Literal["sync", "concurrency", "burst", "rate"]
-
-
-class LoadPoint(BaseModel):
-    model_config = ConfigDict(frozen=True)
-
-    kind: Kind
-    value: float | None = None
-
-    @property
-    def label(self) -> str:
-        if self.kind == "sync":
-            return "sync"
-        if self.kind == "rate":
-            return f"rate:{self.value:.6g}"
-        return f"{self.kind}:{int(self.value or 0)}"
+LoadPoint = Load  # one load grammar: capacity/load.py (kind, value, label, parse)
 
 
 class LoadOptions(BaseModel):
@@ -63,41 +50,14 @@ class LoadOptions(BaseModel):
     seed: int = 0
 
 
-def _numbers(kind: str, text: str) -> list[float]:
-    try:
-        values = [float(v) for v in text.split(",") if v.strip()]
-    except ValueError:
-        values = []
-    if not values or any(v <= 0 for v in values) or (kind != "rate" and any(v != int(v) for v in values)):
-        raise UsageError(f"--profile {kind}:{text}: expected positive {'numbers' if kind == 'rate' else 'integers'}")
-    return values
-
-
-MAX_LOAD = 10**7  # requests in a burst, clients, or requests/s: far past any server
-
-
 def parse_profile(text: str) -> list[LoadPoint] | Literal["sweep"]:
-    kind, _, arg = text.strip().partition(":")
-    if kind in ("sweep", "sync") and not arg:
-        return "sweep" if kind == "sweep" else [LoadPoint(kind="sync")]
-    if kind in ("concurrency", "burst", "rate") and arg:
-        values = _numbers(kind, arg)
-        if max(values) > MAX_LOAD:
-            raise UsageError(f"--profile {text}: at most {MAX_LOAD:,} per point")
-        points = [LoadPoint(kind=kind, value=v) for v in values]  # type: ignore[arg-type]
-        _refuse_shared_labels(text, points)
-        return points
-    raise UsageError(f"--profile {text!r}: use sweep, sync, burst:N, concurrency:C or rate:R")
-
-
-def _refuse_shared_labels(text: str, points: list[LoadPoint]) -> None:
-    """Points are stored and resumed by label: two values with one label would silently skip the second."""
-    seen: dict[str, float | None] = {}
-    for p in points:
-        if p.label in seen:
-            raise UsageError(f"--profile {text}: {seen[p.label]:.15g} and {p.value:.15g} are the same load point "
-                             f"{p.label} (labels keep 6 significant digits); give distinct values")
-        seen[p.label] = p.value
+    """`sweep`, or capacity.load's grammar with lists: sync, concurrency:C[,C…], burst:N[,N…], rate:R[,R…]."""
+    if text.strip() == "sweep":
+        return "sweep"
+    try:
+        return parse_loads(text)
+    except WorkloadError as exc:
+        raise UsageError(f"--profile {text}: {str(exc).removeprefix(f'bad load {text!r}: ')}") from None
 
 
 def request_timeout_s(point: LoadPoint, options: LoadOptions, max_total_tokens: int) -> float:

@@ -26,6 +26,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from validate.engines import build_command, dialect, installed_version, parse_facts  # noqa: E402
+from validate.spec_points import parse_point  # noqa: E402
 from validate.engines.config import EngineConfig  # noqa: E402
 from validate.engines.launcher import EngineProcess  # noqa: E402
 from validate.modeldir import prepare_model_dir  # noqa: E402
@@ -143,33 +144,26 @@ def run_config(cfg: dict, out: Path, budget_s: float, skipped: list[str]) -> Non
                 if elapsed() > budget_s:
                     skipped.append(f"{slug} {isl}x{osl} {spec}")
                     continue
-                kind, *rest = spec.split(":")
-                if kind == "sync":
-                    run_point(sb, d, "sync", int(rest[0]), 1, log)
-                elif kind == "concurrency":
-                    warm = int(int(rest[0]) * float(cfg.get("warmup_rounds", 0.25)))
-                    run_point(sb, d, f"concurrency:{rest[0]}", int(rest[1]), warm, log)
-                elif kind == "warmburst":  # unrecorded: lets MoE kernels compile for large batches first
-                    run_point(sb, root / "warmup" / f"{isl}x{osl}", f"burst:{rest[0]}", int(rest[0]), 0, log)
-                elif kind == "burst":
-                    run_point(sb, d, f"burst:{rest[0]}", int(rest[0]), 0, log)
-                elif kind in ("prate", "crate"):  # open loop at a fixed rate, Poisson or evenly spaced arrivals
-                    arrivals = ["--arrivals", "poisson" if kind == "prate" else "constant"]
-                    run_point(sb + arrivals, d, f"rate:{rest[0]}", int(rest[1]), 0, log)
-                elif kind == "rates":
+                pt = parse_point(spec)  # validate/spec_points.py: the one grammar (predict_spec.py reads it too)
+                if pt.kind == "rates":
                     pts = measured(d)
                     lo = pts.get("sync", {}).get("requests_per_s")
                     hi = next((p["requests_per_s"] for k, p in pts.items() if k.startswith("burst")), None)
                     if not lo or not hi:
                         skipped.append(f"{slug} {isl}x{osl} rates (no sync/burst)")
                         continue
-                    k, seconds = int(rest[0]), float(rest[1])
-                    for i in range(1, k + 1):
-                        rate = lo + (hi - lo) * i / (k + 1)
+                    for i in range(1, pt.count + 1):
+                        rate = lo + (hi - lo) * i / (pt.count + 1)
                         if elapsed() > budget_s:
                             skipped.append(f"{slug} {isl}x{osl} rate:{rate:.3f}")
                             continue
-                        run_point(sb, d, f"rate:{rate:.3f}", max(8, int(rate * seconds)), 0, log)
+                        run_point(sb, d, f"rate:{rate:.3f}", max(8, int(rate * pt.seconds)), 0, log)
+                    continue
+                warm = (1 if pt.kind == "sync" else
+                        int(pt.load.value * float(cfg.get("warmup_rounds", 0.25))) if pt.kind == "concurrency" else 0)
+                arrivals = ["--arrivals", pt.arrivals] if pt.load.kind == "rate" else []
+                folder = d if pt.recorded else root / "warmup" / f"{isl}x{osl}"  # warmburst: not recorded
+                run_point(sb + arrivals, folder, pt.load.label, pt.num_requests or int(pt.load.value), warm, log)
                 summarize_requests(d)
                 pack(out)
     finally:
