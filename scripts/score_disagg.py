@@ -16,9 +16,12 @@ prompts, decode by load, as `search` prices a layout), and a closed loop of C cl
 the same bisection. The link is `search`'s rule: the GPU's scale-up link while the whole layout fits one scale-up
 domain, else InfiniBand NDR; the KV transfer is streamed layer by layer (the model's default).
 
-Mapping choices (each flagged on its row):
-- TensorRT-LLM rows are priced with the vLLM profile and its calibration (as scripts/score_public.py does);
-- an unstated KV precision is FP8 for FP8/FP4 checkpoints, else BF16 (as scripts/score_public.py);
+Mapping choices (each flagged on its row; the engine and KV rules are validate/public/scenario.py's, the one
+mapping of the aggregated corpus):
+- TensorRT-LLM rows use the TensorRT-LLM profile and its shipped calibration; the Dynamo recipes' own engine limits
+  were not read, so InferenceX's single-node TensorRT-LLM launch settings for the same GPU (CUDA graphs, KV
+  fraction, token budget: validate.public.scenario.INFERENCEX_TRTLLM) stand in where that GPU has them;
+- an unstated KV precision is FP8 for FP8/FP4 checkpoints, else BF16;
 - lengths drawn from [0.8 L, L] are priced at their mean 0.9 L;
 - a median is compared with the model's mean.
 """
@@ -45,12 +48,12 @@ from capacity.errors import CapacityError  # noqa: E402
 from capacity.estimate import Scenario, run_load  # noqa: E402
 from capacity.hardware import load_gpu  # noqa: E402
 from validate.public.disagg import ROWS, THROUGHPUTS, DisaggRow, load_rows  # noqa: E402
+from validate.public.scenario import INFERENCEX_TRTLLM, MODELLED_ENGINES  # noqa: E402
 
 DISAGG_DOC = REPO / "docs" / "disagg.md"
 ACCURACY_DOC = REPO / "docs" / "accuracy.md"
 CHECK_START, CHECK_END = "<!-- disagg-check: written by scripts/score_disagg.py -->\n", "<!-- /disagg-check -->"
 PUBLIC_START, PUBLIC_END = "<!-- disagg-public: written by scripts/score_disagg.py -->\n", "<!-- /disagg-public -->"
-MODELLED_ENGINES = ("vllm", "sglang")
 TARGET = 0.20  # issue 21: output tokens/s per GPU within 20 % (median over the published points)
 METRIC_LABEL = {"output_tokens_per_s_per_gpu": "output tok/s per GPU", "ttft_s": "TTFT", "tpot_s": "TPOT",
                 "itl_s": "ITL", "prefill_input_tokens_per_s_per_gpu": "prefill tok/s per GPU (alone)",
@@ -181,6 +184,15 @@ def scenario_for(r: DisaggRow, kv_unstated: dict[str, str] | None = None) -> tup
     s = dict(model=r.model, gpu=r.gpu, num_gpus=pool.tp, tp=pool.tp,
              expert_parallel=any(p is not None and p.ep > 1 for p in (r.prefill, r.decode)),
              precision=r.weight_precision, kv_precision=kv, engine=engine, isl=isl, osl=osl)
+    if engine == "trtllm":
+        if r.source_kind == "inferencex" and r.gpu in INFERENCEX_TRTLLM:
+            graphs, fraction, floor = INFERENCEX_TRTLLM[r.gpu]
+            conc = r.concurrency or 1
+            s.update(max_cudagraph_tokens=graphs, gpu_memory_utilization=fraction,
+                     max_num_batched_tokens=max(floor, -(-(conc + isl + 64) // 64) * 64), max_num_seqs=max(conc, 1))
+            flags.append("InferenceX's single-node TensorRT-LLM launch settings stand in for the Dynamo recipe's")
+        else:
+            flags.append("TensorRT-LLM profile defaults (recipe limits not read)")
     if r.statistic == "median":
         flags.append("median vs the model's mean")
     return s, flags
