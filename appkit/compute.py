@@ -37,6 +37,8 @@ class Headline:
     itl_s: float | None
     usd_per_million_output_tokens: float | None
     usd_per_million_total_tokens: float | None
+    power_w: float | None  # predicted mean power of all GPUs at that rate (capacity/power.py)
+    joules_per_output_token: float | None
     # one request alone (sync): the best latency the deployment gives
     sync_ttft_s: float
     sync_itl_s: float
@@ -85,6 +87,7 @@ def headline(s: Scenario, ttft_slo_s: float, itl_slo_s: float, target_rps: float
         ttft_s=at.ttft_s if at else None, itl_s=at.itl_s if at else None,
         usd_per_million_output_tokens=at.usd_per_million_output_tokens if at else None,
         usd_per_million_total_tokens=at.usd_per_million_total_tokens if at else None,
+        power_w=at.power_w if at else None, joules_per_output_token=at.joules_per_output_token if at else None,
         sync_ttft_s=sync.ttft_s, sync_itl_s=sync.itl_s,
         max_requests_per_s=peak.requests_per_s, max_output_tokens_per_s=peak.output_tokens_per_s,
         target_rps=target_rps,

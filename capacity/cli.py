@@ -264,8 +264,10 @@ def print_estimate_table(e) -> None:
         ("$/M output tokens", _fmt(e.usd_per_million_output_tokens)),
         ("$/M total tokens", _fmt(e.usd_per_million_total_tokens)),
         ("price per GPU-hour", _fmt(e.price_usd_per_gpu_hour, " $")),
+        ("mean power, all GPUs (predicted)", _fmt(e.power_w, " W")),
+        ("energy per output token (predicted)", _fmt(e.joules_per_output_token, " J")),
         ("energy per output token (at TDP, at most)", _fmt(e.joules_per_output_token_at_most, " J")),
-        *([("$/M output tokens, electricity at TDP", _fmt(e.usd_per_million_output_tokens_energy))]
+        *([("$/M output tokens, electricity", _fmt(e.usd_per_million_output_tokens_energy))]
           if e.usd_per_million_output_tokens_energy is not None else []),
         ("calibration", e.calibration),
         ("load model", f"{e.method}: {e.regime}"),

@@ -15,11 +15,14 @@ def usd_per_million_tokens(usd_per_hour: float | None, tokens_per_s: float) -> f
 J_PER_KWH = 3.6e6
 
 
-def energy_fields(power_w: float, output_tokens_per_s: float, usd_per_kwh: float | None) -> dict:
-    """Energy at the GPUs' board power limit (TDP): joules per output token, and its electricity per million output
-    tokens when a price per kWh is given. An upper bound, not a prediction: GPUs draw less than TDP (measured on an
-    H200 in sitting 9: 190-630 W of 700 W), and power measured with random dummy weights is itself low."""
-    j = power_w / output_tokens_per_s if output_tokens_per_s > 0 else None
+def energy_fields(tdp_w: float, power_w: float | None, output_tokens_per_s: float, usd_per_kwh: float | None) -> dict:
+    """Energy of the deployment: the TDP bound (joules per output token if every GPU drew its board limit) and the
+    predicted mean power (capacity/power.py) with its joules per output token and, given a price per kWh, the
+    electricity per million output tokens (from the predicted power; None when there is no power model)."""
+    ok = output_tokens_per_s > 0
+    j_max = tdp_w / output_tokens_per_s if ok else None
+    j = power_w / output_tokens_per_s if (ok and power_w is not None) else None
     usd = j * 1e6 / J_PER_KWH * usd_per_kwh if (j is not None and usd_per_kwh is not None) else None
-    return {"power_w_at_tdp": float(power_w), "joules_per_output_token_at_most": j,
+    return {"power_w_at_tdp": float(tdp_w), "joules_per_output_token_at_most": j_max,
+            "power_w": None if power_w is None else float(power_w), "joules_per_output_token": j,
             "usd_per_million_output_tokens_energy": usd}

@@ -16,6 +16,7 @@ from capacity.formulas import compiled
 from capacity.hardware import load_gpu
 from capacity.load import parse_load
 from capacity.plan import Plan, make_plan
+from capacity.power import mean_power_w, request_busy_s, shipped_power
 from capacity.steptime import step_parts
 from capacity.workload import Extras, LoadResult, Slots, burst, closed_loop, open_loop
 from capacity.cost import energy_fields, usd_per_million_tokens
@@ -121,9 +122,12 @@ class Estimate(BaseModel):
     usd_per_million_total_tokens: float | None
     power_w_at_tdp: float = Field(0.0, description="the GPUs' board power limit: what they draw at most")
     joules_per_output_token_at_most: float | None = Field(
-        None, description="at the GPUs' TDP (an upper bound: sitting 9 on an H200 drew 27-90 % of it, dummy weights)")
+        None, description="at the GPUs' TDP: an upper bound")
+    power_w: float | None = Field(None, description="predicted mean power of all the GPUs (capacity/power.py; "
+                                                    "fitted on one H200 with dummy weights: docs/power.md)")
+    joules_per_output_token: float | None = Field(None, description="predicted: power_w ÷ output tokens/s")
     usd_per_million_output_tokens_energy: float | None = Field(
-        None, description="electricity per million output tokens at TDP, with --price-usd-per-kwh")
+        None, description="electricity per million output tokens at the predicted power, with --price-usd-per-kwh")
     calibration: str = Field(description="engine/gpu/precision of the calibration used")
     calibration_source: str = ""
     intervals: dict[str, tuple[float, float]] = Field(default_factory=dict)
@@ -291,6 +295,16 @@ def predicted_metrics(plan: Plan, cal: Calibration, s: Scenario) -> dict[str, fl
     return f
 
 
+def predicted_power_w(plan: Plan, s: Scenario, rps_per_replica: float, running: float) -> float | None:
+    """Mean power of every GPU of the deployment at this load (capacity/power.py); None without a power model or
+    for --ideal (a bound has no power)."""
+    k = shipped_power()
+    if k is None or s.ideal or not rps_per_replica > 0:
+        return None
+    m, c = request_busy_s(plan, s.isl, s.osl, running, s.prefix_hit_rate)
+    return float(mean_power_w(plan.gpu.tdp_watts, rps_per_replica, m, c, k)) * s.num_gpus
+
+
 def predict(plan: Plan, cal: Calibration, s: Scenario) -> Estimate:
     """The Estimate of scenario `s` on its plan (`plan_for(s)`, calibration-independent: build it once) with
     calibration `cal`. `estimate` is plan_for + calibration_for + predict."""
@@ -358,7 +372,8 @@ def predict(plan: Plan, cal: Calibration, s: Scenario) -> Estimate:
         usd_per_million_input_tokens=usd_per_million_tokens(fleet_price, rps * s.isl),
         usd_per_million_output_tokens=usd_per_million_tokens(fleet_price, out_tps),
         usd_per_million_total_tokens=usd_per_million_tokens(fleet_price, tot_tps),
-        **energy_fields(gpu.tdp_watts * s.num_gpus, out_tps, s.price_usd_per_kwh),
+        **energy_fields(gpu.tdp_watts * s.num_gpus, predicted_power_w(plan, s, f["requests_per_s"], f["running"]),
+                        out_tps, s.price_usd_per_kwh),
         calibration=cal.label, calibration_source=cal.source, intervals=intervals, method="bound" if s.ideal else method,
         regime=regime,
         notes=notes,

@@ -12,6 +12,7 @@ from capacity.engines import EngineProfile, engine_profile
 from capacity.errors import CapacityError
 from capacity.estimate import plan_for
 from capacity.hardware import gpu_catalog
+from capacity.power import shipped_power
 
 
 def engine_limits(s: Scenario) -> EngineProfile:
@@ -62,6 +63,13 @@ def headline_metrics(s: Scenario, h: Headline, ttft_slo: float, itl_slo: float) 
                   help="replicas of TP GPUs, each loaded to its highest rate within the objectives (capacity.sizing.size)")
     row[3].metric("Ceiling (every KV slot busy)", f"{num(h.max_output_tokens_per_s)} tok/s", border=True,
                   delta=f"{num(h.max_requests_per_s, 2)} requests/s, latency ignored", delta_color="off", delta_arrow="off")
+    k = shipped_power()
+    if h.power_w and k is not None:
+        held = (f", MoE points held out at a median {k.held_out_median_abs_error:.0%} off"
+                if k.held_out_median_abs_error is not None else "")
+        st.caption(f"Power at that rate: {h.power_w:,.0f} W for all GPUs, {h.joules_per_output_token:.3g} J per output "
+                   f"token (predicted from the work each request does; fitted on one {k.gpu} with random weights{held}: "
+                   "docs/power.md)")
     accuracy_card(s, h)
     if h.reason:
         st.warning(f"**Objectives out of reach.** {h.reason}. Relax the objectives, use more GPUs per replica (TP), "
