@@ -122,8 +122,11 @@ def wave(c: StepCosts, eff: Efficiency, budget: float, isl, osl, n, full_length,
     redo = evicted * (I + t_e)
     recompute = np.where(evicted > 0, step_time_s(c, eff, 0, I, np.minimum(redo, budget), keys, ideal)
                          * np.ceil(redo / budget), 0.0)
-    t_tail = _decode_step(c, eff, np.maximum(evicted * (O - t_e) / late, 1.0), I + (O + t_e) / 2, ideal, extras)
-    tail = np.where(evicted > 0, recompute + (O - t1) / tau * t_tail, 0.0)
+    if np.any(evicted > 0):  # the evicted requests' own decode tail (priced only where some were evicted)
+        t_tail = _decode_step(c, eff, np.maximum(evicted * (O - t_e) / late, 1.0), I + (O + t_e) / 2, ideal, extras)
+        tail = np.where(evicted > 0, recompute + (O - t1) / tau * t_tail, 0.0)
+    else:
+        t_tail, tail = 0.0, np.zeros_like(evicted * 1.0)
     duration = k * t_c + main + tail
     # the front-end takes the N requests in one by one before it streams first tokens back
     # a request's prompt is done after (k+1)/2 chunk steps on average, after all k when one prompt spans them
@@ -249,11 +252,15 @@ def open_loop(c, eff, budget, isl, osl, rate, slots: Slots, ideal, extras=Extras
     cap = steady_state(c, eff, budget, isl, osl, slots.running, ideal, extras, mixed)
     rps_max = cap["rps"]
     B = np.ones_like(R * rps_max)
-    for _ in range(iterations):
-        s = steady_state(c, eff, budget, isl, osl, B, ideal, extras, mixed)
-        e2e = s["ttft"] + (s["O"] - 1) * s["itl"]
-        B = np.clip(R * e2e, 1.0, slots.running)
     s = steady_state(c, eff, budget, isl, osl, B, ideal, extras, mixed)
+    for _ in range(iterations):
+        e2e = s["ttft"] + (s["O"] - 1) * s["itl"]
+        B_next = np.clip(R * e2e, 1.0, slots.running)
+        if np.allclose(B_next, B, rtol=1e-6, atol=0.0):  # converged: s is the steady state at B (no step priced twice)
+            break
+        B = B_next
+        full = np.array_equal(B, np.broadcast_to(np.asarray(slots.running, dtype=float), B.shape))
+        s = cap if full else steady_state(c, eff, budget, isl, osl, B, ideal, extras, mixed)  # full: priced above
     rho = np.minimum(R / rps_max, 0.999)
     wait = compiled("queue_wait_s")(rho, s["t_bar"])
     n = R * 120.0 if num_requests is None else np.asarray(num_requests, dtype=float)

@@ -368,9 +368,13 @@ quoting them.
 
 {kv_table(runs)}
 
-The activation model's two constants come from these logs (the sampler's 2.25 logits-sized buffers
-from Llama-3.1-8B and Qwen3-8B, the MoE workspace factor from Qwen3-30B-A3B); Llama-3.1-8B FP8,
-Gemma 3 and every TP=2 run were not used to set anything. For Gemma 3 vLLM prints a different quantity:
+The peak activation that vLLM's profile run reserves follows vLLM 0.26.0's own code (capacity/memory.py
+`activation_peak_bytes`, tests/test_activation_peak.py against every printed peak): which model runner the
+architecture takes (V2 for dense models and DeepSeek-V2, V1 for the other MoEs), the V1 sampler warm-up
+(14 bytes per request and vocabulary entry) and the Triton fused-MoE workspace it keeps, and on the V2 runner
+the forward of the token budget. Two constants are fitted on these logs: the V2 forward multiplier
+(Llama-3.1-8B, Qwen3-8B, Gemma 3) and a 0.045 GiB overhead (Qwen3-30B-A3B alone, a guess); Mixtral,
+gpt-oss-20b, DeepSeek-V2-Lite, the FP8 runs and every TP=2 run set nothing. For Gemma 3 vLLM prints a different quantity:
 with its hybrid allocator (1 full-attention + 6 sliding-window groups of 10 layers) the "KV cache size"
 is max_model_len × the number of max_model_len requests the blocks hold, where a sliding group keeps at
 most window − 1 + 2 × 8,192 in-flight tokens per request; the model reproduces that rule. What limits
@@ -566,8 +570,22 @@ Measured value, then the error of each mode (ideal / default / calibrated).
 
 {point_table(df)}
 """
-    (ROOT / "docs/accuracy.md").write_text(text)
+    path = ROOT / "docs/accuracy.md"
+    path.write_text(text + kept_blocks(path.read_text() if path.exists() else ""))
     print(text[:3000])
+
+
+# blocks of docs/accuracy.md that other generators own (start marker, end marker), kept as they are
+KEPT_BLOCKS = (("<!-- disagg-public: written by scripts/score_disagg.py -->", "<!-- /disagg-public -->"),)
+
+
+def kept_blocks(old: str) -> str:
+    """The other generators' blocks of the current doc, to append after this script's text."""
+    out = ""
+    for start, end in KEPT_BLOCKS:
+        if start in old and end in old:
+            out += "\n" + old[old.index(start):old.index(end) + len(end)] + "\n"
+    return out
 
 
 if __name__ == "__main__":

@@ -93,3 +93,27 @@ def test_sweep_cli_passes_the_engine_limits(tmp_path):
     e = estimate(Scenario(isl=1024, osl=128, load="concurrency:512", max_num_seqs=64, max_cudagraph_tokens=1024))
     assert limited["itl_s"].iloc[0] == pytest.approx(e.itl_s, rel=1e-6)
     assert not np.isclose(limited["itl_s"].iloc[0], base["itl_s"].iloc[0])
+
+
+@pytest.mark.parametrize("load", ["sync", "concurrency:64", "burst:500", "rate:5", "rate:500"])
+def test_one_prediction_prices_each_step_once(monkeypatch, load):
+    """Every calibrated step the estimate prices (the load model's and the host-bound note's) is priced once: a
+    second evaluation of the same step would be work done twice. (The two roofline questions of capacity/bounds.py
+    use the ideal efficiencies, a different pricing, and are not counted.)"""
+    import capacity.estimate as es
+    import capacity.steptime as st
+    import capacity.workload as wl
+
+    seen: dict[tuple, int] = {}
+    real = st.step_parts
+
+    def counting(c, eff, decodes, ctx, prefill=0.0, keys=0.0, ideal=False, *a, **k):
+        if not ideal:
+            key = tuple(np.asarray(x, dtype=float).round(6).tobytes() for x in (decodes, ctx, prefill, keys))
+            seen[key] = seen.get(key, 0) + 1
+        return real(c, eff, decodes, ctx, prefill, keys, ideal, *a, **k)
+
+    for module in (st, wl, es):
+        monkeypatch.setattr(module, "step_parts", counting, raising=False)
+    estimate(Scenario(load=load, isl=1024, osl=128))
+    assert seen and max(seen.values()) == 1, sorted(seen.values())[-3:]

@@ -30,9 +30,8 @@ def test_there_is_data():
 
 
 # Known misses, each with its cause and how far off it is; the test fails when one is fixed (update it) or moves.
-# Mixtral-8x7B (sitting 8): the MoE activation peak rule, fitted on Qwen3-30B-A3B alone, reserves 6.5 GB where vLLM
-# reported 1.87 GiB of peak activation and 0.64 GiB of CUDA graphs (issue 18).
-KV_KNOWN_MISSES = {"mistralai/Mixtral-8x7B-v0.1": (-0.12, -0.10)}
+# (Mixtral-8x7B's -11 %, the old MoE activation factor, was fixed by the profile-run rule from vLLM's code.)
+KV_KNOWN_MISSES: dict[str, tuple[float, float]] = {}
 
 
 def test_kv_cache_tokens_within_3_percent_of_vllm_log():
