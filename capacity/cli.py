@@ -526,7 +526,8 @@ def build_parser() -> argparse.ArgumentParser:
     m = sub.add_parser("models", help="list the model catalog")
     m.add_argument("--json", action="store_true")
     m.set_defaults(func=cmd_models)
-    s = sub.add_parser("sweep", help="vectorized grid to CSV or parquet")
+    s = sub.add_parser("sweep", help="vectorized grid to CSV or parquet (the closed forms: each row is capacity "
+                                     "estimate --method closed-form)")
     s.add_argument("--model", type=_names, default=[Scenario().model], help="comma-separated")
     s.add_argument("--gpu", type=_names, default=[Scenario().gpu], help="comma-separated")
     s.add_argument("--precision", type=_list_of(_choice(PRECISION_CHOICES)), default=["bf16"], help="comma-separated")

@@ -499,7 +499,9 @@ def search(s: Scenario, target_rps: float, ttft_slo_s: float, itl_slo_s: float, 
                                      }[router],
              f"KV transfer {transfer}: " + ("streamed layer by layer while the prompt is computed"
                                             if transfer == "overlapped" else "starts when the prefill ends"),
-             "no measurement has checked the disaggregated terms yet (issue 22)"]
+             "checked only against published DeepSeek-R1 disaggregated runs, which it prices well off (throughput "
+             "per GPU too high, TTFT too low: docs/disagg.md); the KV-transfer, router and search terms no "
+             "measurement has checked"]
     if not within:
         notes.append("no layout meets the objectives at this rate")
     return DisaggAnswer(model=s.model, gpu=gpu.id, isl=s.isl, osl=s.osl, target_rps=R, ttft_slo_s=ttft_slo_s,

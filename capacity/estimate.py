@@ -243,10 +243,23 @@ def closed_form_gaps(s: Scenario, load_kind: str) -> list[str]:
     return gaps
 
 
-def resolved_method(s: Scenario, load_kind: str) -> str:
+def simulation_reasons(s: Scenario, load_kind: str, value: float) -> list[str]:
+    """Why `--method auto` steps the simulator: what the closed forms cannot express, and closed loops of several
+    clients, which the closed forms price as lockstep waves while real clients drift apart as soon as a wave's
+    prompts are admitted over more than one step (docs/load-model.md: the simulator is the better model of every
+    measured closed loop). Speculative decoding stays with the closed forms (the simulator does not model it)."""
+    if s.spec_draft_tokens and s.spec_acceptance:
+        return []
+    reasons = closed_form_gaps(s, load_kind)
+    if load_kind == "concurrency" and value > 1:
+        reasons.append("drift of a closed loop's clients out of lockstep")
+    return reasons
+
+
+def resolved_method(s: Scenario, load_kind: str, value: float = 1.0) -> str:
     if s.method != "auto":
         return s.method
-    return "simulate" if closed_form_gaps(s, load_kind) else "closed-form"
+    return "simulate" if simulation_reasons(s, load_kind, value) else "closed-form"
 
 
 def estimate(s: Scenario) -> Estimate:
@@ -267,7 +280,7 @@ def predicted_load(plan: Plan, cal: Calibration, s: Scenario) -> tuple[LoadResul
     """The load model's answer for one replica (the bound with --ideal), the method used and the regime it
     describes: what `predict` builds its Estimate from, and all a calibration fit needs."""
     load = parse_load(s.load)
-    method = resolved_method(s, load.kind)
+    method = resolved_method(s, load.kind, load.value)
     if s.ideal:
         b = ideal_bounds(plan, s.isl, s.osl, load.kind, load.value, s.prefix_hit_rate)
         r = LoadResult(*(np.asarray(b[k]) for k in ("ttft_s", "itl_s", "e2e_latency_s", "requests_per_s",
@@ -310,7 +323,7 @@ def predict(plan: Plan, cal: Calibration, s: Scenario) -> Estimate:
     calibration `cal`. `estimate` is plan_for + calibration_for + predict."""
     load = parse_load(s.load)
     model, gpu, profile = plan.model, plan.gpu, plan.profile
-    method = resolved_method(s, load.kind)
+    method = resolved_method(s, load.kind, load.value)
     r, _, regime = predicted_load(plan, cal, s)
     f = {k: float(np.asarray(getattr(r, k))) for k in METRICS}
     reps = plan.replicas
@@ -342,7 +355,8 @@ def predict(plan: Plan, cal: Calibration, s: Scenario) -> Estimate:
     if profile.name == "sglang" and model.moe is not None and cal.efficiency.eager_moe_layer_overhead_s > 0:
         notes.append("the MoE launch floor without CUDA graphs was measured on vLLM, not on SGLang")
     if method == "simulate" and s.method == "auto" and not s.ideal:
-        notes.append(f"simulated step by step: the closed forms cannot express the {' and '.join(closed_form_gaps(s, load.kind))}")
+        notes.append(f"simulated step by step: the closed forms cannot express the "
+                     f"{' and '.join(simulation_reasons(s, load.kind, load.value))}")
     elif method == "closed-form" and closed_form_gaps(s, load.kind) and not s.ideal:
         notes.append(f"closed forms asked for explicitly: the {' and '.join(closed_form_gaps(s, load.kind))} is ignored")
     if cal.extrapolated:

@@ -77,7 +77,7 @@ def test_sweep_rows_equal_estimates(options):
     for _, row in df.iterrows():
         e = estimate(Scenario(model=row["model"], gpu=row["gpu"], precision=row["precision"], tp=row["tp"],
                               num_gpus=row["tp"], isl=int(row["isl"]), osl=int(row["osl"]),
-                              load=f"concurrency:{int(row['load_value'])}", **options))
+                              load=f"concurrency:{int(row['load_value'])}", method="closed-form", **options))
         for col in COLUMNS:
             assert row[col] == pytest.approx(getattr(e, col), rel=1e-9), (col, dict(row))
 
@@ -90,7 +90,8 @@ def test_sweep_cli_passes_the_engine_limits(tmp_path):
     base = pd.read_csv(out)
     subprocess.run(cmd + ["--max-num-seqs", "64", "--max-cudagraph-tokens", "1024"], check=True, capture_output=True)
     limited = pd.read_csv(out)
-    e = estimate(Scenario(isl=1024, osl=128, load="concurrency:512", max_num_seqs=64, max_cudagraph_tokens=1024))
+    e = estimate(Scenario(isl=1024, osl=128, load="concurrency:512", max_num_seqs=64, max_cudagraph_tokens=1024,
+                          method="closed-form"))
     assert limited["itl_s"].iloc[0] == pytest.approx(e.itl_s, rel=1e-6)
     assert not np.isclose(limited["itl_s"].iloc[0], base["itl_s"].iloc[0])
 
@@ -100,9 +101,10 @@ def test_one_prediction_prices_each_step_once(monkeypatch, load):
     """Every calibrated step the estimate prices (the load model's and the host-bound note's) is priced once: a
     second evaluation of the same step would be work done twice. (The two roofline questions of capacity/bounds.py
     use the ideal efficiencies, a different pricing, and are not counted.)"""
-    import capacity.estimate as es
     import capacity.steptime as st
     import capacity.workload as wl
+
+    es = sys.modules["capacity.estimate"]  # the package's `estimate` attribute is the function, not the module
 
     seen: dict[tuple, int] = {}
     real = st.step_parts

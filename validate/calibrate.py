@@ -85,7 +85,7 @@ def samples(runs: list[MeasuredRun]) -> list[Sample]:
         for p in run.points:
             if p.completed == 0:
                 continue
-            s = point_scenario(run, p)
+            s = point_scenario(run, p, method="closed-form")  # the fit prices with the closed forms (fast)
             if closed_form_gaps(s, p.load.split(":")[0]):
                 continue
             meas = {pk: float(getattr(p, mk)) for mk, pk in FIT_METRICS.items() if getattr(p, mk)}

@@ -24,7 +24,9 @@ def charts_tab(s: Scenario, h: Headline, ttft_slo: float, itl_slo: float, target
     if h.price_usd_per_gpu_hour is None:
         curve = curve.assign(usd_per_million_output_tokens=float("nan"), usd_per_million_total_tokens=float("nan"))
     st.subheader("Latency vs throughput as load grows",
-                 help="closed-loop concurrency sweep: C users, each sending its next request when the last one ends")
+                 help="closed-loop concurrency sweep: C users, each sending its next request when the last one "
+                      "ends, priced by the closed forms (lockstep waves) so the curve draws at once; `capacity "
+                      "estimate` steps the simulator for one closed loop, where clients drift apart and TTFT is lower")
     _, meas, _, _ = measured_points(s)
     reps = s.num_gpus // s.tp
     if not meas.empty and reps > 1:
