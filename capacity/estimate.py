@@ -243,23 +243,31 @@ def closed_form_gaps(s: Scenario, load_kind: str) -> list[str]:
     return gaps
 
 
-def simulation_reasons(s: Scenario, load_kind: str, value: float) -> list[str]:
+SIMULATED_REQUESTS_MAX = 20_000  # beyond this a closed loop is left to the closed forms: the answer must come at once
+
+
+def simulation_reasons(s: Scenario, load_kind: str, value: float, plan: Plan | None = None) -> list[str]:
     """Why `--method auto` steps the simulator: what the closed forms cannot express, and closed loops of several
     clients, which the closed forms price as lockstep waves while real clients drift apart as soon as a wave's
-    prompts are admitted over more than one step (docs/load-model.md: the simulator is the better model of every
-    measured closed loop). Speculative decoding stays with the closed forms (the simulator does not model it)."""
+    prompts are admitted over more than one step (docs/load-model.md: the simulator is the better model of the
+    measured closed loops). A closed loop is simulated while all its clients run at once (with `plan`: within the
+    engine's slots; beyond them the closed forms' queue applies) and its test is at most SIMULATED_REQUESTS_MAX
+    requests. Speculative decoding stays with the closed forms (the simulator does not model it)."""
     if s.spec_draft_tokens and s.spec_acceptance:
         return []
     reasons = closed_form_gaps(s, load_kind)
     if load_kind == "concurrency" and value > 1:
-        reasons.append("drift of a closed loop's clients out of lockstep")
+        n = s.num_requests or max(20 * int(value), 200)
+        fits = plan is None or value <= float(np.min(plan.max_running(s.isl, s.osl)))
+        if n <= SIMULATED_REQUESTS_MAX and fits:
+            reasons.append("drift of a closed loop's clients out of lockstep")
     return reasons
 
 
-def resolved_method(s: Scenario, load_kind: str, value: float = 1.0) -> str:
+def resolved_method(s: Scenario, load_kind: str, value: float = 1.0, plan: Plan | None = None) -> str:
     if s.method != "auto":
         return s.method
-    return "simulate" if simulation_reasons(s, load_kind, value) else "closed-form"
+    return "simulate" if simulation_reasons(s, load_kind, value, plan) else "closed-form"
 
 
 def estimate(s: Scenario) -> Estimate:
@@ -280,7 +288,7 @@ def predicted_load(plan: Plan, cal: Calibration, s: Scenario) -> tuple[LoadResul
     """The load model's answer for one replica (the bound with --ideal), the method used and the regime it
     describes: what `predict` builds its Estimate from, and all a calibration fit needs."""
     load = parse_load(s.load)
-    method = resolved_method(s, load.kind, load.value)
+    method = resolved_method(s, load.kind, load.value, plan)
     if s.ideal:
         b = ideal_bounds(plan, s.isl, s.osl, load.kind, load.value, s.prefix_hit_rate)
         r = LoadResult(*(np.asarray(b[k]) for k in ("ttft_s", "itl_s", "e2e_latency_s", "requests_per_s",
@@ -323,7 +331,7 @@ def predict(plan: Plan, cal: Calibration, s: Scenario) -> Estimate:
     calibration `cal`. `estimate` is plan_for + calibration_for + predict."""
     load = parse_load(s.load)
     model, gpu, profile = plan.model, plan.gpu, plan.profile
-    method = resolved_method(s, load.kind, load.value)
+    method = resolved_method(s, load.kind, load.value, plan)
     r, _, regime = predicted_load(plan, cal, s)
     f = {k: float(np.asarray(getattr(r, k))) for k in METRICS}
     reps = plan.replicas
@@ -356,7 +364,7 @@ def predict(plan: Plan, cal: Calibration, s: Scenario) -> Estimate:
         notes.append("the MoE launch floor without CUDA graphs was measured on vLLM, not on SGLang")
     if method == "simulate" and s.method == "auto" and not s.ideal:
         notes.append(f"simulated step by step: the closed forms cannot express the "
-                     f"{' and '.join(simulation_reasons(s, load.kind, load.value))}")
+                     f"{' and '.join(simulation_reasons(s, load.kind, load.value, plan))}")
     elif method == "closed-form" and closed_form_gaps(s, load.kind) and not s.ideal:
         notes.append(f"closed forms asked for explicitly: the {' and '.join(closed_form_gaps(s, load.kind))} is ignored")
     if cal.extrapolated:
