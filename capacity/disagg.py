@@ -530,31 +530,40 @@ class DisaggPoint:
 
 def one_p_one_d(s: Scenario, load_kind: str, value: float, link: Link, overlapped: bool = True,
                 prefill_tp: int = 1, decode_tp: int = 1) -> DisaggPoint:
-    """1 prefill + 1 decode instance under one load (sync, concurrency C, or rate R). Closed loops solve
-    C = X · e2e(X) for the throughput X by bisection (e2e grows with X through the decode batch and the prefill
-    queue)."""
-    pp, dp = _pool(s, prefill_tp, osl=1), _pool(s, decode_tp)
+    """1 prefill + 1 decode instance under one load (sync, concurrency C, or rate R): `xpyd_point` at 1P1D."""
+    return xpyd_point(s, load_kind, value, link, 1, 1, prefill_tp, decode_tp, overlapped)
+
+
+def xpyd_point(s: Scenario, load_kind: str, value: float, link: Link, x: int = 1, y: int = 1, prefill_tp: int = 1,
+               decode_tp: int = 1, overlapped: bool = True, prefill_ep: bool | None = None,
+               decode_ep: bool | None = None) -> DisaggPoint:
+    """x prefill instances of TP_p and y decode instances of TP_d under one load (sync, concurrency C or rate R),
+    each prefill instance at R/x and each decode instance at R/y; expert parallel per pool (None: the scenario's).
+    Closed loops solve C = X · e2e(X) for the throughput X by bisection (e2e grows with X through the decode batch
+    and the prefill queue)."""
+    ep = s.expert_parallel
+    pp = _pool(s, prefill_tp, osl=1, expert_parallel=ep if prefill_ep is None else prefill_ep)
+    dp = _pool(s, decode_tp, expert_parallel=ep if decode_ep is None else decode_ep)
     curve = decode_curve(dp.plan, dp.cal, dp.scenario)
     t_alone = prefill_alone_s(pp.plan, pp.cal, pp.scenario)
     tx = float(kv_transfer_time_s(kv_transfer_bytes_per_gpu(pp.plan, s.isl), kv_transfer_bytes_per_gpu(dp.plan, s.isl),
                                   link.bytes_per_s, link.efficiency))
     xfer = float(exposed_transfer_s(tx, t_alone, pp.plan.model.num_layers, overlapped, link.latency_s))
     O = max(s.osl, 1)
-    cap_p = _capacity_rps(pp, 1)
-    cap = min(cap_p, float(curve.requests_per_s[-1]))
+    cap = min(x * _capacity_rps(pp, 1), y * float(curve.requests_per_s[-1]))
 
     def at(rate: float):
-        r = run_load(pp.plan, pp.cal, pp.scenario, s.isl, 1, "rate", np.asarray([rate]))
-        b, t_d, ok = curve.at_rate(np.asarray([rate]))
+        r = run_load(pp.plan, pp.cal, pp.scenario, s.isl, 1, "rate", np.asarray([rate / x]))
+        b, t_d, ok = curve.at_rate(np.asarray([rate / y]))
         ttft_p = float(r.ttft_s[0])
         ttft = ttft_p + xfer + FIRST_TOKEN_DECODE_STEPS * float(t_d[0])
         return ttft, float(t_d[0]), ttft_p, float(b[0]), bool(ok[0]) and not bool(np.asarray(r.saturated)[0])
 
+    kv_bytes = float(kv_transfer_bytes(pp.plan, s.isl))
     if load_kind == "rate":
         rate = min(float(value), cap * 0.999)
         ttft, itl, ttft_p, b, ok = at(rate)
-        return DisaggPoint(ttft, itl, rate, ttft_p, xfer, float(kv_transfer_bytes(pp.plan, s.isl)), b,
-                           float(value) >= cap or not ok)
+        return DisaggPoint(ttft, itl, rate, ttft_p, xfer, kv_bytes, b, float(value) >= cap or not ok)
     users = 1.0 if load_kind == "sync" else float(value)
     lo, hi = 0.0, cap * 0.999
     for _ in range(60):  # the rate X at which `users` clients, each resending at once, keep X · e2e(X) = users
@@ -569,7 +578,7 @@ def one_p_one_d(s: Scenario, load_kind: str, value: float, link: Link, overlappe
     saturated = hi >= cap * 0.998
     if saturated:  # more clients than the pools carry: the excess waits in the prefill queue
         ttft += max(users / rate - (ttft + (O - 1) * itl), 0.0)
-    return DisaggPoint(ttft, itl, rate, ttft_p, xfer, float(kv_transfer_bytes(pp.plan, s.isl)), b, saturated)
+    return DisaggPoint(ttft, itl, rate, ttft_p, xfer, kv_bytes, b, saturated)
 
 
 # --- launch snippet -------------------------------------------------------------------------------------------

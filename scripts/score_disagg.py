@@ -35,17 +35,14 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import numpy as np
-
 REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from capacity.disagg import (FIRST_TOKEN_DECODE_STEPS, DisaggPoint, Link, _capacity_rps, _pool,  # noqa: E402
-                             decode_curve, exposed_transfer_s, kv_transfer_bytes, kv_transfer_bytes_per_gpu,
-                             kv_transfer_time_s, prefill_alone_s, resolve_link)
+from capacity.disagg import (DisaggPoint, Link, _capacity_rps, _pool, decode_curve, resolve_link,  # noqa: E402
+                             xpyd_point)
 from capacity.errors import CapacityError  # noqa: E402
-from capacity.estimate import Scenario, run_load  # noqa: E402
+from capacity.estimate import Scenario  # noqa: E402
 from capacity.hardware import load_gpu  # noqa: E402
 from validate.public.disagg import ROWS, THROUGHPUTS, DisaggRow, load_rows  # noqa: E402
 from validate.public.scenario import INFERENCEX_TRTLLM, MODELLED_ENGINES  # noqa: E402
@@ -61,52 +58,6 @@ METRIC_LABEL = {"output_tokens_per_s_per_gpu": "output tok/s per GPU", "ttft_s":
 
 
 # --- the layout evaluation ---------------------------------------------------------------------------------------
-
-
-def xpyd_point(s: Scenario, load_kind: str, value: float, link: Link, x: int = 1, y: int = 1, prefill_tp: int = 1,
-               decode_tp: int = 1, overlapped: bool = True, prefill_ep: bool | None = None,
-               decode_ep: bool | None = None) -> DisaggPoint:
-    """x prefill instances of TP_p and y decode instances of TP_d under one load (sync, concurrency C or rate R):
-    capacity/disagg.py's one_p_one_d with each prefill instance at R/x and each decode instance at R/y. Expert
-    parallel per pool (None: the scenario's)."""
-    ep = s.expert_parallel
-    pp = _pool(s, prefill_tp, osl=1, expert_parallel=ep if prefill_ep is None else prefill_ep)
-    dp = _pool(s, decode_tp, expert_parallel=ep if decode_ep is None else decode_ep)
-    curve = decode_curve(dp.plan, dp.cal, dp.scenario)
-    t_alone = prefill_alone_s(pp.plan, pp.cal, pp.scenario)
-    tx = float(kv_transfer_time_s(kv_transfer_bytes_per_gpu(pp.plan, s.isl), kv_transfer_bytes_per_gpu(dp.plan, s.isl),
-                                  link.bytes_per_s, link.efficiency))
-    xfer = float(exposed_transfer_s(tx, t_alone, pp.plan.model.num_layers, overlapped, link.latency_s))
-    O = max(s.osl, 1)
-    cap = min(x * _capacity_rps(pp, 1), y * float(curve.requests_per_s[-1]))
-
-    def at(rate: float):
-        r = run_load(pp.plan, pp.cal, pp.scenario, s.isl, 1, "rate", np.asarray([rate / x]))
-        b, t_d, ok = curve.at_rate(np.asarray([rate / y]))
-        ttft_p = float(r.ttft_s[0])
-        ttft = ttft_p + xfer + FIRST_TOKEN_DECODE_STEPS * float(t_d[0])
-        return ttft, float(t_d[0]), ttft_p, float(b[0]), bool(ok[0]) and not bool(np.asarray(r.saturated)[0])
-
-    kv_bytes = float(kv_transfer_bytes(pp.plan, s.isl))
-    if load_kind == "rate":
-        rate = min(float(value), cap * 0.999)
-        ttft, itl, ttft_p, b, ok = at(rate)
-        return DisaggPoint(ttft, itl, rate, ttft_p, xfer, kv_bytes, b, float(value) >= cap or not ok)
-    users = 1.0 if load_kind == "sync" else float(value)
-    lo, hi = 0.0, cap * 0.999
-    for _ in range(60):
-        mid = (lo + hi) / 2
-        ttft, itl, *_ = at(max(mid, 1e-9))
-        if mid * (ttft + (O - 1) * itl) < users:
-            lo = mid
-        else:
-            hi = mid
-    rate = max(lo, 1e-9)
-    ttft, itl, ttft_p, b, ok = at(rate)
-    saturated = hi >= cap * 0.998
-    if saturated:
-        ttft += max(users / rate - (ttft + (O - 1) * itl), 0.0)
-    return DisaggPoint(ttft, itl, rate, ttft_p, xfer, kv_bytes, b, saturated)
 
 
 def layout_link(gpu_id: str, num_gpus: int) -> Link:

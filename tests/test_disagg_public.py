@@ -81,14 +81,19 @@ def test_generated_sections_match_the_code(sd, scored):
     assert a_new == a_old, "docs/accuracy.md's disagg-public block drifted: run python scripts/score_disagg.py"
 
 
-@pytest.mark.parametrize("load,value", [("sync", 1), ("concurrency", 16), ("rate", 5.0)])
-def test_xpyd_at_1p1d_is_one_p_one_d(sd, load, value):
-    from capacity.disagg import link_catalog, one_p_one_d
+@pytest.mark.parametrize("load,value", [("concurrency", 16), ("rate", 5.0)])
+def test_xpyd_is_1p1d_scaled(load, value):
+    """capacity.disagg.xpyd_point (the scorer's layout evaluation): k prefill and k decode instances at k times the
+    load serve each pair exactly as one 1P1D pair serves the load alone."""
+    from capacity.disagg import link_catalog, one_p_one_d, xpyd_point
     from capacity.estimate import Scenario
 
     s = Scenario(model="meta-llama/Llama-3.1-8B", gpu="h200-sxm", isl=1024, osl=128)
     link = link_catalog()["ib-ndr"]
-    assert sd.xpyd_point(s, load, value, link, 1, 1, 1, 2) == one_p_one_d(s, load, value, link, True, 1, 2)
+    one = one_p_one_d(s, load, value, link, True, 1, 2)
+    three = xpyd_point(s, load, 3 * value, link, 3, 3, 1, 2)
+    assert three.requests_per_s == pytest.approx(3 * one.requests_per_s, rel=1e-6)
+    assert (three.ttft_s, three.itl_s) == pytest.approx((one.ttft_s, one.itl_s), rel=1e-6)
 
 
 def test_xpyd_prices_a_layout_as_search_does(sd):
