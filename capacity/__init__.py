@@ -1,7 +1,7 @@
 """llm-capacity: how many users, how fast, at what cost: an analytical model of LLM serving.
 
 The model needs sympy (formulas) and pandas; where they are missing (a machine that only runs `validate`),
-`import capacity` still works and gives the light parts (capacity.engines, capacity.errors), not the model.
+`import capacity` still works and gives the light parts (capacity.engines, capacity.errors, capacity.load), not the model.
 """
 
 import importlib.util
