@@ -121,7 +121,8 @@ class AccuracyCard(BaseModel):
     errors: dict[str, MetricAccuracy] = Field(default_factory=dict, description="per metric: ttft_s, itl_s, throughput")
     intervals: dict[str, tuple[float, float]] = Field(
         default_factory=dict, description="90 % interval of each estimated quantity from the slice's held-out errors "
-                                          "(5th and 95th percentiles of measured ÷ predicted)")
+                                          "(5th and 95th percentiles of measured ÷ predicted for a group the slice "
+                                          "has not seen: scripts/build_card.py)")
     interval_coverage: dict[str, float] = Field(
         default_factory=dict, description="share of held-out points inside their 90 % interval when the interval was "
                                           "built without their source (card.json coverage_check)")

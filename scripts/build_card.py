@@ -17,8 +17,11 @@ What each pool of slices is scored on (declared again in card.json `pools.*.scor
   them to; card.json `public_scoring` counts it). e2e-latency rows are not used (the card has no e2e metric).
 
 Metrics: TTFT, ITL (TPOT rows count as ITL), throughput (requests/s, output or total tokens/s: one relative error).
-Error = predicted ÷ measured − 1; the interval is [predicted × q05, predicted × q95] of measured ÷ predicted over
-the slice's points (numpy's default linear quantiles, no adjustment). A slice with fewer than MIN_POINTS points for
+Error = predicted ÷ measured − 1; the interval is [predicted × q05, predicted × q95] of measured ÷ predicted for a
+point of a group the slice has not seen (`new_group_quantiles`: one of the seen groups' median offsets plus one of
+the seen within-group deviations; numpy's default linear quantiles). A group is a public source or a measured
+sitting: an answer about a new configuration carries an offset of its own, which quantiles pooled over the seen
+points understate. A slice with fewer than MIN_POINTS points for
 a metric is widened to its parent (capacity/card.py `slice_chain`).
 
 card.json holds the current model's errors: rerun this script (and commit card.json and docs/card.md) after any
@@ -199,15 +202,32 @@ def public_points() -> tuple[list[dict], dict, dict]:
 
 
 # ---------------------------------------------------------------- slices
+def new_group_quantiles(pts: list[dict], qs: tuple[float, float] = (0.05, 0.95)) -> tuple[float, float]:
+    """Quantiles of log(measured ÷ predicted) for a point of a group not among `pts`' groups (a new source, a new
+    sitting): the group's offset is one of the seen groups' median offsets (each equally likely) and the point's
+    spread within its group is one of the seen within-group deviations. With one group this is the plain quantile
+    of its points. An answer about a new configuration is such a point: its group's offset is unknown."""
+    by: dict[str, list[float]] = {}
+    for p in pts:
+        by.setdefault(p["group"], []).append(p["log_ratio"])
+    if len(by) < 2:
+        lr = np.array([p["log_ratio"] for p in pts])
+        return float(np.quantile(lr, qs[0])), float(np.quantile(lr, qs[1]))
+    offsets = np.array([np.median(v) for v in by.values()])
+    within = np.concatenate([np.asarray(v) - np.median(v) for v in by.values()])
+    draws = (offsets[:, None] + within[None, :]).ravel()
+    return float(np.quantile(draws, qs[0])), float(np.quantile(draws, qs[1]))
+
+
 def stats(pts: list[dict]) -> dict:
     err = np.array([p["error"] for p in pts])
-    lr = np.array([p["log_ratio"] for p in pts])
+    q05, q95 = new_group_quantiles(pts)
     src: dict[str, int] = {}
     for p in pts:
         src[p["group"]] = src.get(p["group"], 0) + 1
     return {"n": len(pts), "median_abs_error": r4(float(np.median(np.abs(err)))),
             "p90_abs_error": r4(float(np.quantile(np.abs(err), 0.9))), "median_ratio": r4(float(np.median(err + 1))),
-            "log_ratio_q05": r4(float(np.quantile(lr, 0.05))), "log_ratio_q95": r4(float(np.quantile(lr, 0.95))),
+            "log_ratio_q05": r4(q05), "log_ratio_q95": r4(q95),
             "sources": dict(sorted(src.items()))}
 
 
@@ -264,7 +284,9 @@ def build_all() -> tuple[dict, list[dict], list[dict]]:
     return ({
         "generated_by": "scripts/build_card.py (from committed data only; do not edit by hand)",
         "min_points": MIN_POINTS,
-        "interval": "90 %: 5th and 95th percentiles of measured ÷ predicted over the slice's held-out points",
+        "interval": ("90 %: 5th and 95th percentiles of measured ÷ predicted for a point of a group (public source, "
+                     "measured sitting) the slice has not seen: a seen group's median offset plus a seen within-group "
+                     "deviation"),
         "error": "predicted ÷ measured − 1",
         "metrics": {m: METRIC_LABELS[m] for m in METRICS},
         "public_calibrations": public_cals,

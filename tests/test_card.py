@@ -109,7 +109,7 @@ def test_few_points_widen_and_say_so():
     ({"model": "deepseek-ai/DeepSeek-R1", "num_gpus": 8, "tp": 8, "precision": "fp8", "kv_precision": "fp8"}, "TP 8"),
     ({"model": "deepseek-ai/DeepSeek-R1", "gpu": "b200", "num_gpus": 8, "tp": 8, "expert_parallel": True,
       "precision": "nvfp4", "kv_precision": "fp8", "load": "concurrency:64"}, "MLA model"),
-    ({"engine": "trtllm", "precision": "fp8", "load": "burst:3000"}, "engine trtllm"),
+    ({"engine": "trtllm", "gpu": "l40s", "precision": "fp8", "load": "burst:3000"}, "engine trtllm"),
     ({"model": "meta-llama/Llama-3.3-70B-Instruct", "num_gpus": 4, "tp": 4, "precision": "fp8"}, "parameters"),
 ])
 def test_extrapolated(kw, why):
@@ -135,9 +135,11 @@ def test_unsupported_feature(kw, why):
     _check_errors_match(c, "measured" if c.evidence == "measured-here held-out" else "public")
 
 
-def test_no_public_calibration_ships():
+def test_the_card_names_the_public_calibrations():
+    from validate.public.fit import load_plan
+
     data = card_data()
-    assert data["public_calibrations"] == [] and "none ships yet" in data["public_calibrations_note"]
+    assert sorted(data["public_calibrations"]) == sorted(f"{s.engine}/{s.gpu}/{s.precision}" for s in load_plan())
     assert "calibrated-on-public-data" in DOMAINS
 
 
@@ -162,3 +164,13 @@ def test_every_published_configuration_gets_a_card():
         c = s.est.card
         assert c is not None and c.domain in DOMAINS and c.errors, s.row.row_id
         json.dumps(s.est.model_dump(), allow_nan=False)
+
+
+@pytest.mark.parametrize("gpu, precision", [("h200-sxm", "fp8"), ("b200", "nvfp4")])
+def test_calibrated_on_public_data(gpu, precision):
+    """TensorRT-LLM where a public calibration was fitted for the GPU and format (data/public/calibration-plan.toml):
+    its own domain, public evidence; on another GPU (l40s above) the same engine is an extrapolation."""
+    c = estimate(Scenario(engine="trtllm", gpu=gpu, precision=precision, kv_precision="fp8", load="burst:3000")).card
+    assert c.domain == "calibrated-on-public-data"
+    assert c.evidence == "public corpus"
+    _check_errors_match(c, "public")
