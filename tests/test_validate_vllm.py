@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import SERVED_NAME, TINY_MODEL, Server, cpu_engine_env, descendants
+from conftest import SERVED_NAME, TINY_MODEL, Server, cpu_engine_env, default_sigint, descendants
 from validate.engines import parse_facts
 from validate.profiles import LoadOptions
 from validate.results import PointResult, ResultsDir
@@ -291,7 +291,7 @@ def test_interrupt_stops_the_engine(vllm_python: str, tmp_path: Path):
     args = ["run", *RUN_FLAGS, "--engine-python", vllm_python, "--model", TINY_MODEL, "--isl", 8, "--osl", 8,
             "--profile", "sync", "--num-requests", 1_000_000, "--duration-s", 600, "--out", tmp_path]
     proc = subprocess.Popen([sys.executable, "-m", "validate.cli", *map(str, args)], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env=env, cwd=REPO)
+                            stderr=subprocess.PIPE, text=True, env=env, cwd=REPO, preexec_fn=default_sigint)
     try:
         wait_for(lambda: engine_pids(proc.pid) or proc.poll() is not None, 120, "the engine process")
         (engine,) = engine_pids(proc.pid)
