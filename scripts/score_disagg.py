@@ -45,7 +45,8 @@ from capacity.errors import CapacityError  # noqa: E402
 from capacity.estimate import Scenario  # noqa: E402
 from capacity.hardware import load_gpu  # noqa: E402
 from validate.public.disagg import ROWS, THROUGHPUTS, DisaggRow, load_rows  # noqa: E402
-from validate.public.scenario import INFERENCEX_TRTLLM, MODELLED_ENGINES  # noqa: E402
+from validate.public.scenario import (INFERENCEX_TRTLLM, MODELLED_ENGINES, inferencex_trtllm_limits,  # noqa: E402
+                                      unstated_kv)
 
 DISAGG_DOC = REPO / "docs" / "disagg.md"
 ACCURACY_DOC = REPO / "docs" / "accuracy.md"
@@ -124,7 +125,7 @@ def scenario_for(r: DisaggRow, kv_unstated: dict[str, str] | None = None) -> tup
         flags.append(f"{r.engine} priced with the vLLM profile")
     kv = r.kv_precision
     if kv == "unstated":
-        kv = (kv_unstated or {}).get(r.engine) or ("fp8" if r.weight_precision in ("fp8", "nvfp4", "mxfp4") else "bf16")
+        kv = (kv_unstated or {}).get(r.engine) or unstated_kv(r.weight_precision)
         flags.append(f"KV {kv} (unstated)")
     isl, osl = r.isl, r.osl
     if r.lengths == "distributed" and r.length_range_ratio:
@@ -137,10 +138,7 @@ def scenario_for(r: DisaggRow, kv_unstated: dict[str, str] | None = None) -> tup
              precision=r.weight_precision, kv_precision=kv, engine=engine, isl=isl, osl=osl)
     if engine == "trtllm":
         if r.source_kind == "inferencex" and r.gpu in INFERENCEX_TRTLLM:
-            graphs, fraction, floor = INFERENCEX_TRTLLM[r.gpu]
-            conc = r.concurrency or 1
-            s.update(max_cudagraph_tokens=graphs, gpu_memory_utilization=fraction,
-                     max_num_batched_tokens=max(floor, -(-(conc + isl + 64) // 64) * 64), max_num_seqs=max(conc, 1))
+            s.update(inferencex_trtllm_limits(r.gpu, r.concurrency, isl))
             flags.append("InferenceX's single-node TensorRT-LLM launch settings stand in for the Dynamo recipe's")
         else:
             flags.append("TensorRT-LLM profile defaults (recipe limits not read)")

@@ -51,13 +51,23 @@ def _trtllm_bench(r: Row, s: dict, flags: list[str]) -> None:
 INFERENCEX_TRTLLM = {"h200-sxm": (128, 0.75, 8192), "b200": (512, 0.8, 0)}
 
 
+def inferencex_trtllm_limits(gpu: str, concurrency: int | None, isl: int) -> dict:
+    """The engine limits InferenceX's TensorRT-LLM launch scripts set (INFERENCEX_TRTLLM; `gpu` must be a key)."""
+    graphs, fraction, floor = INFERENCEX_TRTLLM[gpu]
+    conc = concurrency or 1
+    return {"max_cudagraph_tokens": graphs, "gpu_memory_utilization": fraction,
+            "max_num_batched_tokens": max(floor, -(-(conc + isl + 64) // 64) * 64), "max_num_seqs": max(conc, 1)}
+
+
+def unstated_kv(weight_precision: str) -> str:
+    """The KV precision taken where a source does not state it: FP8 for FP8/FP4 checkpoints, BF16 otherwise."""
+    return "fp8" if weight_precision in ("fp8", "nvfp4", "mxfp4") else "bf16"
+
+
 def _inferencex_trtllm(r: Row, s: dict, flags: list[str]) -> None:
-    graphs, fraction, floor = INFERENCEX_TRTLLM[r.gpu]
-    conc = r.concurrency or 1
-    s["max_cudagraph_tokens"] = graphs
-    s["gpu_memory_utilization"] = fraction
-    s["max_num_batched_tokens"] = max(floor, -(-(conc + r.isl + 64) // 64) * 64)
-    s.setdefault("max_num_seqs", max(conc, 1))
+    limits = inferencex_trtllm_limits(r.gpu, r.concurrency, r.isl)
+    s.setdefault("max_num_seqs", limits.pop("max_num_seqs"))
+    s.update(limits)
     flags.append("InferenceX's TensorRT-LLM launch settings (graphs, KV fraction, token budget)")
 
 
@@ -70,7 +80,7 @@ def scenario_for(r: Row, engines: tuple[str, ...] = MODELLED_ENGINES) -> tuple[d
         flags.append(f"engine {r.engine} scored with the vLLM profile")
     kv = r.kv_precision
     if kv == "unstated":
-        kv = "fp8" if r.weight_precision in ("fp8", "nvfp4", "mxfp4") else "bf16"
+        kv = unstated_kv(r.weight_precision)
         flags.append(f"KV precision unstated, taken as {kv}")
     isl, osl = r.isl, r.osl
     if r.lengths == "distributed" and r.length_range_ratio:
