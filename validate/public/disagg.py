@@ -251,13 +251,19 @@ def _header_common(h, path: Path) -> dict:
                 source_path=f"data/public/raw/disagg/{path.name}", published=h["published"], read_on=h["read"])
 
 
-def import_lmsys(path: Path) -> list[DisaggRow]:
+def _one_table(path: Path, first_column: str) -> tuple[dict, list[list[str]]]:
+    """A transcribed source: its header and the body of its one table, whose first column must be `first_column`."""
     text = path.read_text()
     h = read_header(text)
     (_, table), = tables(text)
     head, *body = table
-    if head[0] != "phase":
+    if head[0] != first_column:
         raise ImportFormatError(f"{path}: unexpected table heading {head}")
+    return h, body
+
+
+def import_lmsys(path: Path) -> list[DisaggRow]:
+    h, body = _one_table(path, "phase")
     rows: list[DisaggRow] = []
     for cells in body:
         phase, nodes, ep, dpa, prompt, batch, kvlen, spec, per_node = cells
@@ -289,12 +295,7 @@ def import_lmsys(path: Path) -> list[DisaggRow]:
 
 
 def import_vllm_issue(path: Path) -> list[DisaggRow]:
-    text = path.read_text()
-    h = read_header(text)
-    (_, table), = tables(text)
-    head, *body = table
-    if head[0] != "layout":
-        raise ImportFormatError(f"{path}: unexpected table heading {head}")
+    h, body = _one_table(path, "layout")
     rows: list[DisaggRow] = []
     for cells in body:
         layout, x, y, itl_ms, ttft_ms, out_tps = cells
