@@ -331,8 +331,7 @@ def predict(plan: Plan, cal: Calibration, s: Scenario) -> Estimate:
     calibration `cal`. `estimate` is plan_for + calibration_for + predict."""
     load = parse_load(s.load)
     model, gpu, profile = plan.model, plan.gpu, plan.profile
-    method = resolved_method(s, load.kind, load.value, plan)
-    r, _, regime = predicted_load(plan, cal, s)
+    r, method, regime = predicted_load(plan, cal, s)  # method: closed-form, simulate, or bound (--ideal)
     f = {k: float(np.asarray(getattr(r, k))) for k in METRICS}
     reps = plan.replicas
     rps, out_tps, tot_tps = f["requests_per_s"] * reps, f["output_tokens_per_s"] * reps, f["total_tokens_per_s"] * reps
