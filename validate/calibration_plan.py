@@ -50,15 +50,22 @@ class MeasuredPlan(BaseModel):
         return next(f for f in self.fit if f.name == name)
 
 
+def read_plan(path: Path) -> dict:
+    """A calibration plan's TOML (this module's and validate/public/fit.py's); unreadable: a one-line ValidateError."""
+    try:
+        return tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise ValidateError(f"{path}: cannot read the calibration plan: {exc}") from None
+
+
 def load_measured_plan(path: Path | str = PLAN_PATH) -> MeasuredPlan:
     """The plan, checked: a bad file is a one-line ValidateError naming the field."""
     from validate.calibrate import BOUNDS
 
     path = Path(path)
+    data = read_plan(path)
     try:
-        plan = MeasuredPlan.model_validate(tomllib.loads(path.read_text(encoding="utf-8")))
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-        raise ValidateError(f"{path}: cannot read the calibration plan: {exc}") from None
+        plan = MeasuredPlan.model_validate(data)
     except ValidationError as exc:
         e = exc.errors()[0]
         raise ValidateError(f"{path}: {'.'.join(map(str, e['loc']))}: {e['msg']}") from None

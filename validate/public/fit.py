@@ -7,7 +7,6 @@ out. The fit is validate.calibrate's (weighted log errors, bounded least squares
 
 from __future__ import annotations
 
-import tomllib
 from datetime import date
 from pathlib import Path
 
@@ -17,6 +16,7 @@ from capacity.calibration import Calibration, shipped_calibrations
 from capacity.errors import CapacityError
 from capacity.estimate import Scenario
 from validate.calibrate import BOUNDS, Sample, fit, residual_stats
+from validate.calibration_plan import read_plan
 from validate.errors import ValidateError
 from validate.public.scenario import estimate_metric, scenario_for
 from validate.public.schema import Row
@@ -52,10 +52,7 @@ class FitSpec(BaseModel):
 def load_plan(path: Path | str = PLAN_PATH) -> list[FitSpec]:
     """The plan's fits (each [[fit]] over [defaults]); a bad file is a one-line ValidateError naming the field."""
     path = Path(path)
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-        raise ValidateError(f"{path}: cannot read the calibration plan: {exc}") from None
+    data = read_plan(path)
     defaults = data.get("defaults", {})
     fits = data.get("fit")
     if not isinstance(defaults, dict) or not isinstance(fits, list) or not fits:
