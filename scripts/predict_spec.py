@@ -16,6 +16,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from capacity import Scenario, estimate  # noqa: E402
+from capacity import engines as capacity_engines  # noqa: E402
 from capacity.errors import CapacityError  # noqa: E402
 from validate.spec_points import parse_point  # noqa: E402
 
@@ -26,10 +27,13 @@ KEEP = ("kv_capacity_tokens", "ttft_s", "itl_s", "e2e_latency_s", "requests_per_
 def points(spec: list[dict]):
     """(config, isl, osl, folder, load, num_requests, options) for every measured point of a spec."""
     for cfg in spec:
+        # the server's flags, read by the engine's own flag table (as validate compare reads a run's argv)
+        flags = capacity_engines.get(cfg.get("engine", "vllm")).flags.scenario(list(cfg.get("engine_args", [])))
+        flags = {k: v for k, v in flags.items() if k not in ("precision", "num_gpus", "data_parallel_size")}
         for isl, osl, *own in cfg["shapes"]:
             opts = own[1] if len(own) > 1 else {}
             args = list(opts.get("sweep_args", []))
-            extra: dict = {}
+            extra: dict = dict(flags)
             if "--length-dist" in args:
                 kind, _, ratio = args[args.index("--length-dist") + 1].partition(":")
                 extra = {"length_dist": kind, "length_ratio": float(ratio or 0)}

@@ -50,6 +50,23 @@ def graphs_to(text: str) -> dict[str, Any]:
     return {"max_cudagraph_tokens": int(text)}
 
 
+def speculative_config(text: str) -> dict[str, Any]:
+    """vLLM's --speculative-config JSON: the drafts per step. Acceptance is not a flag (it is measured, from the
+    engine's counters); an n-gram (prompt lookup) draft costs no GPU step, a draft model's cost is not read here."""
+    import json
+
+    try:
+        cfg = json.loads(text)
+    except json.JSONDecodeError as err:
+        raise ValueError(f"not JSON: {err.msg}") from None
+    if not isinstance(cfg, dict):
+        raise ValueError("expected a JSON object")
+    k = cfg.get("num_speculative_tokens")
+    if not isinstance(k, int) or isinstance(k, bool) or not 0 <= k <= 64:
+        raise ValueError("num_speculative_tokens: expected an integer 0..64")
+    return {"spec_draft_tokens": k, **({"spec_draft_cost": 0.0} if cfg.get("method") == "ngram" else {})}
+
+
 def limit(field: str, kind: Callable[[str], Any]) -> Callable[[str], dict[str, Any]]:
     """A flag whose value is the Scenario field itself."""
     def read(text: str) -> dict[str, Any]:

@@ -14,7 +14,7 @@ from typing import Any
 
 from capacity.engines.base import Engine, EngineProfile, Flag, FlagTable
 from capacity.engines.flags import (data_parallel, expert_parallel_switch, graphs_off, graphs_to, kv_fp8, limit, precision_fp8,
-                                    precision_from_quantization, tensor_parallel)
+                                    precision_from_quantization, speculative_config, tensor_parallel)
 
 GiB = 2**30
 MAX_NUM_SEQS = 1024
@@ -112,6 +112,8 @@ FLAGS = FlagTable((
          read=graphs_off, write=lambda s: s.get("max_cudagraph_tokens") == 0, switch=True),
     Flag("max_cudagraph_capture_size", "--max-cudagraph-capture-size", "largest CUDA graph, in TOKENS per step",
          read=graphs_to, write=lambda s: s.get("max_cudagraph_tokens") or None),
+    Flag("speculative_config", "--speculative-config", "speculative decoding, JSON (method, num_speculative_tokens)",
+         read=speculative_config),
 ))
 
 ENGINE = Engine(name="vllm", title="vLLM", flags=FLAGS, limits=limits,

@@ -46,7 +46,8 @@ def pack(out: Path) -> None:
     tmp = out / f"{NAME}.tar.gz.tmp"
     with tarfile.open(tmp, "w:gz") as tar:
         for path in sorted(WORK.rglob("*")):
-            if path.is_file() and path.name != "requests.jsonl" and path.stat().st_size < 8_000_000:
+            if (path.is_file() and path.name != "requests.jsonl" and path.stat().st_size < 8_000_000
+                    and not {"triton-cache", "inductor-cache"} & set(path.relative_to(WORK).parts)):
                 tar.add(path, arcname=str(path.relative_to(WORK)))
     tmp.replace(out / f"{NAME}.tar.gz")
 
@@ -84,6 +85,20 @@ def measured(out_dir: Path) -> dict[str, dict]:
     return {p["load"]: p for p in pts}
 
 
+def jit_counts(root: Path) -> dict[str, int]:
+    """Kernels compiled so far by this server: entries of its own Triton cache and files of its own Inductor cache
+    (both set per configuration in run_config). A count that grows during a measured point means the engine compiled
+    kernels while it was being timed."""
+    return {name: (sum(1 for _ in (root / name).iterdir()) if name == "triton-cache" else
+                   sum(1 for f in (root / name).rglob("*") if f.is_file())) if (root / name).exists() else 0
+            for name in ("triton-cache", "inductor-cache")}
+
+
+def note_jit(root: Path, label: str) -> None:
+    with open(root / "jit.jsonl", "a") as f:
+        f.write(json.dumps({"after": label, "elapsed_s": round(elapsed(), 1), **jit_counts(root)}) + "\n")
+
+
 def write_random_checkpoint(folder: str, log) -> None:
     """Random bf16 weights in safetensors beside config.json (built on the GPU, then saved)."""
     code = ("import sys, torch, transformers as t; c = t.AutoConfig.from_pretrained(sys.argv[1]); "
@@ -117,8 +132,8 @@ def run_config(cfg: dict, out: Path, budget_s: float, skipped: list[str]) -> Non
     ec = EngineConfig(model_dir=info.path, served_model_name=slug, quantization="fp8" if cfg.get("precision") == "fp8" else None,
                       extra_args=args, engine_python=sys.executable, port=PORT)
     cmd = build_command(engine_name, ec, root)
-    if cfg.get("engine_env"):
-        cmd = cmd.model_copy(update={"env": {**cmd.env, **cfg["engine_env"]}})
+    jit_env = {"TRITON_CACHE_DIR": str(root / "triton-cache"), "TORCHINDUCTOR_CACHE_DIR": str(root / "inductor-cache")}
+    cmd = cmd.model_copy(update={"env": {**cmd.env, **jit_env, **cfg.get("engine_env", {})}})
     served = cmd.served_model_name or slug
     (root / "scenario.json").write_text(json.dumps({"model": cfg["model"], "gpu": cfg.get("gpu", "h200-sxm"),
                                                     "precision": cfg.get("precision", "bf16"),
@@ -133,6 +148,7 @@ def run_config(cfg: dict, out: Path, budget_s: float, skipped: list[str]) -> Non
         log.write(f"[{elapsed():.0f}s] ready after {engine.ready_after_s:.0f} s\n")
         version = installed_version(cmd)
         write_facts(root, engine_name, engine.log_text(), version)
+        note_jit(root, "ready")
         pack(out)
         base = [sys.executable, "-m", "validate.cli", "sweep", "--base-url", ec.base_url, "--model", served,
                 "--model-config", info.path, "--gpu", cfg.get("gpu", "h200-sxm"), "--dialect", dialect(engine_name)]
@@ -164,6 +180,7 @@ def run_config(cfg: dict, out: Path, budget_s: float, skipped: list[str]) -> Non
                 arrivals = ["--arrivals", pt.arrivals] if pt.load.kind == "rate" else []
                 folder = d if pt.recorded else root / "warmup" / f"{isl}x{osl}"  # warmburst: not recorded
                 run_point(sb + arrivals, folder, pt.load.label, pt.num_requests or int(pt.load.value), warm, log)
+                note_jit(root, f"{d.name}/{pt.load.label}" if pt.recorded else f"warmup {isl}x{osl}")
                 summarize_requests(d)
                 pack(out)
     finally:
