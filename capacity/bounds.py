@@ -35,7 +35,8 @@ def decode_compute_bound_batch(c: StepCosts, context: float) -> float | None:
 
 
 def ideal_bounds(plan, isl: float, osl: float, load_kind: str, value: float,
-                 prefix_hit_rate: float = 0.0) -> dict[str, float]:
+                 prefix_hit_rate: float = 0.0, spec_tokens_per_step: float = 1.0,
+                 spec_draft_tokens: int = 0) -> dict[str, float]:
     """What no engine can beat on this plan's hardware (`--ideal`): a TTFT and an ITL no engine undercuts and a
     request rate no engine exceeds, whatever it schedules.
 
@@ -48,6 +49,8 @@ def ideal_bounds(plan, isl: float, osl: float, load_kind: str, value: float,
       request's FLOPs at peak.
     With a prefix cache serving a share h of every prompt, only the I(1 - h) new tokens are computed (attending
     the I h cached ones) and the cached blocks are held once for all sequences, so the bounds move accordingly.
+    With speculative decoding (k drafts, τ tokens gained per step as the drafts' acceptance gives) a step verifies
+    k + 1 tokens per sequence and yields τ: the decode bounds are those steps divided by τ.
     `plan` must be built with the ideal engine (every byte after the weights is KV, no engine limits)."""
     st = Stepper.build(plan.costs, IDEAL.efficiency, ideal=True)
     I, O = max(float(isl), 1.0), max(float(osl), 1.0)
@@ -55,13 +58,14 @@ def ideal_bounds(plan, isl: float, osl: float, load_kind: str, value: float,
     new = max(I - cached, 1.0)
     keys = st.prefill_keys(new, cached)
     ttft = st.time_s(0.0, 0.0, new, keys)
-    itl = st.time_s(1.0, st.decode_keys(I), 0.0, 0.0) if O > 1 else 0.0
+    k, tau = float(spec_draft_tokens), max(float(spec_tokens_per_step), 1.0)
+    itl = st.time_s(1.0, st.decode_keys(I), k, I) / tau if O > 1 else 0.0
     e2e = ttft + (O - 1) * itl
     batch = max(float(np.asarray(plan.max_concurrent(new + 1))), 1.0)  # sequences of their own I(1 - h) + 1 tokens
-    step = st.time_s(batch, st.decode_keys(I), 0.0, 0.0)
-    decode_cap = batch / step / (O - 1) if O > 1 else np.inf
+    step = st.time_s(batch, st.decode_keys(I), batch * k, I)
+    decode_cap = batch * tau / step / (O - 1) if O > 1 else np.inf
     flops = float(np.asarray(step_parts(plan.costs, IDEAL.efficiency, 0.0, 0.0, new, keys, ideal=True).flops))
-    flops += (O - 1) * float(np.asarray(step_parts(plan.costs, IDEAL.efficiency, 1.0, I, 0.0, 0.0, ideal=True).flops))
+    flops += (O - 1) / tau * float(np.asarray(step_parts(plan.costs, IDEAL.efficiency, 1.0, I, k, I, ideal=True).flops))
     compute_cap = plan.costs.peak_flops_per_s / flops
     hardware = min(decode_cap, compute_cap)
     load_cap = {"sync": 1.0 / e2e, "concurrency": value / e2e, "burst": value / e2e, "rate": value}[load_kind]

@@ -66,10 +66,13 @@ class StepCosts:
     hidden_size: int
     num_layers: int
     max_cudagraph_tokens: float = float("inf")
+    exposed_host_s: float = 0.0  # the CPU's per-step work the engine does not overlap with the GPU (async off)
+    serial_host: bool = False  # async scheduling off: the per-sequence host work adds to the step, not a floor
 
 
 def build_costs(m: ModelArch, w: WeightBytes, gpu: Gpu, compute_precision: str, kv_bytes: float,
-                tp: int = 1, ep: int = 1, max_cudagraph_tokens: float = float("inf")) -> StepCosts:
+                tp: int = 1, ep: int = 1, max_cudagraph_tokens: float = float("inf"),
+                exposed_host_s: float = 0.0) -> StepCosts:
     p = count_params(m)
     head = p.lm_head if p.lm_head else p.embedding
     dense = (p.attention + p.dense_mlp + p.shared_experts + p.router) / tp
@@ -101,6 +104,8 @@ def build_costs(m: ModelArch, w: WeightBytes, gpu: Gpu, compute_precision: str, 
         hidden_size=m.hidden_size,
         num_layers=m.num_layers,
         max_cudagraph_tokens=max_cudagraph_tokens,
+        exposed_host_s=exposed_host_s,
+        serial_host=exposed_host_s > 0,
     )
 
 
@@ -163,8 +168,8 @@ def step_parts(c: StepCosts, eff: Efficiency, decode_seqs, decode_context, prefi
         comm = 2 * c.num_layers * compiled("allreduce_time_s")(eff.link_latency_s, c.tp, msg, c.link_bytes_per_s, eff.link)
     else:
         comm = np.zeros_like(tokens)
-    overhead = (eff.step_overhead_s + eff.layer_overhead_s * c.num_layers + eff.moe_layer_overhead_s * c.moe_layers
-                + eff.sequence_overhead_s * (d + np.minimum(p, 1.0)))
+    overhead = (eff.step_overhead_s + c.exposed_host_s + eff.layer_overhead_s * c.num_layers
+                + eff.moe_layer_overhead_s * c.moe_layers + eff.sequence_overhead_s * (d + np.minimum(p, 1.0)))
     # without a CUDA graph the CPU launches the step op by op; the GPU runs behind it, so the launch is a floor
     launch = ((eff.eager_layer_overhead_s * c.num_layers + eff.eager_moe_layer_overhead_s * c.moe_layers)
               * (tokens > c.max_cudagraph_tokens))
@@ -184,7 +189,7 @@ def step_parts(c: StepCosts, eff: Efficiency, decode_seqs, decode_context, prefi
                      c.bandwidth_bytes_per_s, eff.weight_bandwidth)
         gpu = t_lin + t_exp + t_dec + t_pre + comm
         host = eff.host_token_s * (d + np.minimum(p, 1.0))
-        time = np.maximum(gpu + overhead, host) + launch
+        time = (gpu + overhead + host if c.serial_host else np.maximum(gpu + overhead, host)) + launch
     shape = np.broadcast_shapes(tokens.shape, np.shape(gpu), np.shape(time))
     return StepParts(lin_flops, lin_bytes, exp_flops, exp_bytes, attn_flops, attn_bytes,
                      np.broadcast_to(comm, shape), np.broadcast_to(overhead, shape), np.broadcast_to(gpu, shape),

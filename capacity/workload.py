@@ -76,6 +76,21 @@ def _spec(extras: Extras) -> tuple[float, float]:
     return float(compiled("spec_tokens_per_step")(a, extras.spec_draft_tokens)), float(extras.spec_draft_tokens)
 
 
+def spec_acceptance_for(tokens_per_step: float, draft_tokens: int) -> float:
+    """The per-token acceptance a whose expected tokens per verification step, (1 - a^(k+1)) / (1 - a), is the
+    measured one (1 + accepted / drafts, from the engine's counters); capped below 1."""
+    k = int(draft_tokens)
+    target = min(max(float(tokens_per_step), 1.0), k + 1.0)
+    f = compiled("spec_tokens_per_step")
+    lo, hi = 0.0, 0.999
+    if float(f(hi, k)) <= target:
+        return hi
+    for _ in range(60):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if float(f(mid, k)) < target else (lo, mid)
+    return lo
+
+
 def _decode_step(c, eff, d, ctx, ideal, extras: Extras, prefill=0.0, keys=0.0):
     """A step decoding d sequences (with speculative verification and drafts) plus `prefill` tokens."""
     _, extra_q = _spec(extras)

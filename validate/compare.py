@@ -8,6 +8,7 @@ Errors are reported as predicted ÷ measured − 1 (positive = the model is too 
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -18,6 +19,8 @@ from capacity import Scenario
 from capacity.estimate import estimate_with_calibration, plan_for
 from capacity.calibration import IDEAL, Calibration
 from capacity.steptime import step_parts
+from capacity.formulas import compiled
+from capacity.workload import spec_acceptance_for
 import capacity.engines as capacity_engines
 from capacity.engines import argv_value  # noqa: F401  (kept importable from here)
 from capacity.errors import CapacityError
@@ -107,6 +110,31 @@ def measured_hit_rate(p: PointResult) -> float | None:
     return min(max(float(rate), 0.0), 0.99) if rate is not None else None
 
 
+def measured_spec_acceptance(p: PointResult, draft_tokens: int) -> float | None:
+    """The per-token draft acceptance that gives the tokens per verification step the engine counted
+    (1 + accepted / drafts); None without speculative counters."""
+    t = p.engine_telemetry
+    if t is None or not draft_tokens or not t.spec_drafts or t.spec_accepted_tokens is None:
+        return None
+    return spec_acceptance_for(1.0 + t.spec_accepted_tokens / t.spec_drafts, draft_tokens)
+
+
+def jit_flags(run_path: Path, load: str) -> list[str]:
+    """Kernels the engine compiled while the point ran, from the campaign's kernel counts (jit.jsonl beside the
+    run folder: the server's own Triton cache counted after every point). A point that compiled was timed while
+    the engine was still warming up; its stalls are not the steady state the model prices."""
+    path = run_path.parent / "jit.jsonl"
+    if not path.exists():
+        return []
+    rows = [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
+    for before, after in zip(rows, rows[1:]):
+        if after.get("after") == f"{run_path.name}/{load}":
+            grown = int(after.get("triton-cache", 0)) - int(before.get("triton-cache", 0))
+            if grown > 0:
+                return [f"{grown} Triton kernels compiled while this point ran (timed during JIT warm-up)"]
+    return []
+
+
 def _argv_scenario(argv: list[str], engine: str, where: Path) -> dict:
     """scenario_from_argv, with a flag value that is not what the flag takes named (ResultsError)."""
     try:
@@ -142,6 +170,9 @@ def point_scenario(run: MeasuredRun, p: PointResult, **overrides) -> Scenario:
     hit = measured_hit_rate(p)  # what the engine served from its cache, whatever the workload meant
     if hit is not None:
         extra["prefix_hit_rate"] = hit
+    acc = measured_spec_acceptance(p, int(fields.get("spec_draft_tokens") or 0))  # what the drafts achieved
+    if acc is not None:
+        extra["spec_acceptance"] = acc
     return Scenario(**{**fields, "isl": isl, "osl": osl, "load": p.load, **extra, **overrides})
 
 
@@ -159,7 +190,10 @@ def roofline_flags(s: Scenario, p: PointResult) -> list[str]:
     plan = plan_for(s.model_copy(update={"ideal": True, "load": "sync", "num_requests": None}))
     step_s = float(step_parts(plan.costs, IDEAL.efficiency, t.mean_running, p.isl + p.osl / 2, 0.0, 0.0,
                               ideal=True).time_s)
-    if p.median_itl_s >= ROOFLINE_SLACK * step_s:
+    per_step = 1.0  # tokens each sequence gains per step: more with accepted speculative drafts
+    if s.spec_acceptance and s.spec_draft_tokens:
+        per_step = float(compiled("spec_tokens_per_step")(s.spec_acceptance, s.spec_draft_tokens))
+    if p.median_itl_s * per_step >= ROOFLINE_SLACK * step_s:
         return []
     what = "fewer experts read than uniform routing reads" if plan.costs.moe_layers else "less work than the step needs"
     return [f"median ITL {p.median_itl_s * 1e3:.2f} ms is below the decode roofline at its mean batch of "
@@ -194,7 +228,8 @@ def compare_run(run: MeasuredRun, calibrations: dict[str, Calibration | None]) -
                    "measured_kv_tokens": run.facts.get("kv_cache_tokens"), "predicted_kv_tokens": e.kv_capacity_tokens,
                    "prefix_hit_rate": s.prefix_hit_rate, "telemetry": _telemetry_line(p),
                    "flags": "; ".join((p.engine_telemetry.flags if p.engine_telemetry else [])
-                                      + (roofline_flags(s, p) if mode != "ideal" else []))}
+                                      + (roofline_flags(s, p) if mode != "ideal" else [])
+                                      + jit_flags(Path(run.path), p.load))}
             for mk, pk in METRICS.items():
                 meas, pred = getattr(p, mk), getattr(e, pk)
                 row[f"measured_{pk}"] = meas

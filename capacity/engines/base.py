@@ -50,6 +50,10 @@ class EngineProfile(BaseModel):
                                    "a sliding-window group may hold window − 1 + this × token budget tokens")
     mixed_prefill: bool = Field(True, description="prefill chunks ride in decode steps (vLLM); False: a prefill "
                                                   "batch runs alone while running sequences wait (SGLang's default)")
+    async_scheduling: bool = Field(True, description="the CPU schedules and prepares step n+1 while the GPU runs step n; "
+                                                     "False: that work (exposed_step_host_s) is added to every step")
+    exposed_step_host_s: float = Field(0.0, ge=0, le=1, description="the CPU's work per step (schedule, prepare inputs, "
+                                                                    "process outputs) paid when async scheduling is off")
 
     def budget_bytes(self, usable_bytes: float) -> float:
         """The memory the fraction is taken of, times the fraction (the 'budget' of the fit message)."""
@@ -169,4 +173,5 @@ class Engine:
         (None = keep) come last; the defaults that follow from them are computed with them."""
         clean = {k: v for k, v in overrides.items() if v is not None}
         base = self.limits(gpu_memory_bytes, tp, clean)
-        return base.model_copy(update=clean) if clean else base
+        own = {k: v for k, v in clean.items() if k in EngineProfile.model_fields}  # others only inform `limits`
+        return base.model_copy(update=own) if own else base
