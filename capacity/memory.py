@@ -48,6 +48,8 @@ def lean_profile(m: ModelArch, profile: EngineProfile) -> bool:
     architectures (`lean_moe_architectures`) on its V2 model runner, whose sampler warm-up holds the bf16 logits
     only and which estimates no CUDA-graph memory; other MoE models take the V1 runner (full sampler, graph
     estimate subtracted). vllm/config/vllm.py: use_v2_model_runner, DEFAULT_V2_MODEL_RUNNER_ARCHITECTURES."""
+    if not profile.lean_profile_run:
+        return False
     return m.moe is None or m.architecture in profile.lean_moe_architectures
 
 

@@ -50,6 +50,8 @@ class EngineProfile(BaseModel):
                                    "a sliding-window group may hold window − 1 + this × token budget tokens")
     mixed_prefill: bool = Field(True, description="prefill chunks ride in decode steps (vLLM); False: a prefill "
                                                   "batch runs alone while running sequences wait (SGLang's default)")
+    lean_profile_run: bool = Field(True, description="False: every model is profiled on the full path (vLLM's V1 model "
+                                                     "runner: full sampler warm-up, CUDA-graph estimate subtracted)")
     async_scheduling: bool = Field(True, description="the CPU schedules and prepares step n+1 while the GPU runs step n; "
                                                      "False: that work (exposed_step_host_s) is added to every step")
     exposed_step_host_s: float = Field(0.0, ge=0, le=1, description="the CPU's work per step (schedule, prepare inputs, "
