@@ -19,6 +19,8 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+import app_driver  # tests/app_driver.py
+from app_driver import custom_shape, open_tab, rerun  # noqa: F401
 from streamlit.testing.v1 import AppTest
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -30,7 +32,6 @@ from validate.cli import main  # noqa: E402
 from validate.compare import load_run  # noqa: E402
 from validate.importers import import_runs  # noqa: E402
 
-APP = str(ROOT / "app.py")
 FIXTURES = ROOT / "tests" / "fixtures"
 H200 = ROOT / "data" / "measurements" / "h200" / "vllm-0.26.0"
 SITTING_9, SITTING_10 = H200 / "sitting-9", H200 / "sitting-10"
@@ -136,29 +137,9 @@ def test_llm_d_yaml_and_a_bad_file_beside_good_ones():
 # ---------------------------------------------------------------- the Measured tab (AppTest)
 
 def run_app(corpus: Path, monkeypatch) -> AppTest:
+    """The page with `corpus` as its measured corpus."""
     monkeypatch.setenv("LLMCAP_MEASUREMENTS_DIR", str(corpus))
-    at = AppTest.from_file(APP, default_timeout=120)
-    at.run()
-    assert not at.exception, at.exception
-    return at
-
-
-def rerun(at: AppTest) -> AppTest:
-    at.run()
-    assert not at.exception, [e.value for e in at.exception]
-    return at
-
-
-def open_tab(at: AppTest, name: str) -> AppTest:
-    at.session_state["tab"] = next(t.label for t in at.tabs if t.label.endswith(name))
-    return rerun(at)
-
-
-def custom_shape(at: AppTest, isl: int, osl: int) -> AppTest:
-    at.selectbox(key="shape").set_value("custom").run()
-    at.number_input(key="isl").set_value(isl)
-    at.number_input(key="osl").set_value(osl)
-    return rerun(at)
+    return app_driver.run_app(timeout_s=120)
 
 
 def test_measured_tab_shows_the_counters_and_power_of_each_point(monkeypatch):

@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
+from app_driver import FIXTURES, metrics, open_tab, rerun, run_app  # noqa: F401  (tests/app_driver.py)
 from streamlit.testing.v1 import AppTest
 
 from capacity import Scenario, estimate
@@ -14,8 +15,6 @@ from capacity.formulas import FORMULAS
 from capacity.sizing import size
 
 ROOT = Path(__file__).resolve().parent.parent
-APP = str(ROOT / "app.py")
-FIXTURES = ROOT / "tests" / "fixtures"
 TINY_LLAMA = ROOT / "tests" / "assets" / "tiny-llama" / "config.json"
 
 
@@ -27,29 +26,6 @@ def empty_corpus(tmp_path, monkeypatch):
 @pytest.fixture
 def fixture_corpus(monkeypatch):
     monkeypatch.setenv("LLMCAP_MEASUREMENTS_DIR", str(FIXTURES / "measurements"))
-
-
-def run_app() -> AppTest:
-    at = AppTest.from_file(APP, default_timeout=60)
-    at.run()
-    assert not at.exception, at.exception
-    return at
-
-
-def rerun(at: AppTest) -> AppTest:
-    at.run()
-    assert not at.exception, [e.value for e in at.exception]
-    return at
-
-
-def metrics(at: AppTest) -> dict[str, str]:
-    return {m.label: m.value for m in at.metric}
-
-
-def open_tab(at: AppTest, name: str) -> AppTest:
-    label = next(t.label for t in at.tabs if t.label.endswith(name))
-    at.session_state["tab"] = label
-    return rerun(at)
 
 
 def summary(at: AppTest) -> str:

@@ -7,14 +7,14 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from app_driver import select_tab
 from streamlit.testing.v1 import AppTest
 
 ROOT = Path(__file__).resolve().parent.parent
 REPORT = Path("/tmp/llm-capacity-app-timings.txt")
 
 
-def _tab(at: AppTest, name: str) -> None:
-    at.session_state["tab"] = next(t.label for t in at.tabs if t.label.endswith(name))
+_tab = select_tab  # tests/app_driver.py
 
 
 STEPS = [
