@@ -7,6 +7,7 @@ from typing import Literal
 import numpy as np
 
 from capacity.calibration import IDEAL
+from capacity.loads import shape
 from capacity.stepper import Stepper
 from capacity.steptime import StepCosts, step_parts
 
@@ -68,7 +69,7 @@ def ideal_bounds(plan, isl: float, osl: float, load_kind: str, value: float,
     flops += (O - 1) / tau * float(np.asarray(step_parts(plan.costs, IDEAL.efficiency, 1.0, I, k, I, ideal=True).flops))
     compute_cap = plan.costs.peak_flops_per_s / flops
     hardware = min(decode_cap, compute_cap)
-    load_cap = {"sync": 1.0 / e2e, "concurrency": value / e2e, "burst": value / e2e, "rate": value}[load_kind]
+    load_cap = shape(load_kind).throughput_cap(value, e2e)
     rps = min(load_cap, hardware)
     return {"ttft_s": ttft, "itl_s": itl, "e2e_latency_s": e2e, "requests_per_s": rps,
             "output_tokens_per_s": rps * O, "total_tokens_per_s": rps * (I + O), "running": min(batch, rps * e2e),

@@ -62,10 +62,11 @@ def model_class(model) -> str:
 
 
 def regime(load_kind: str, value: float = 1.0) -> str:
-    """The load regime of a parsed load: sync (one at a time), closed loop, burst, open arrivals."""
-    if load_kind == "sync" or (load_kind == "concurrency" and value <= 1):
-        return "sync"
-    return {"concurrency": "closed loop", "burst": "burst", "rate": "open arrivals"}[load_kind]
+    """The load regime of a parsed load, as its shape names it: sync (one at a time), closed loop, burst, open
+    arrivals."""
+    from capacity.loads import shape
+
+    return shape(load_kind).regime_at(value)
 
 
 def slice_key(engine: str, gclass: str, mclass: str, reg: str) -> str:

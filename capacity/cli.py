@@ -335,8 +335,7 @@ def cmd_simulate(a) -> int:
         raise InputError(f"--load burst:{load.value:g}: the simulator runs at most {MAX_SIM_REQUESTS:,} requests")
     plan = plan_for(s)
     cal = calibration_for(s, plan)
-    n = len(trace.get("trace_isl", ())) or (int(load.value) if load.kind == "burst" else s.num_requests or
-                                            (10 if load.kind == "sync" else 1_000))
+    n = len(trace.get("trace_isl", ())) or load.shape.simulated_requests(load.value, s.num_requests)
     engine, traffic = simulation_setup(plan, cal, s, load.kind, load.value, n, trace)
     r = simulate(engine, traffic, s.isl, s.osl)
     ttft = r.first_token_s - r.send_s

@@ -18,7 +18,8 @@ from capacity.load import parse_load
 from capacity.plan import Plan, make_plan
 from capacity.power import mean_power_w, request_busy_s, shipped_power
 from capacity.steptime import step_parts
-from capacity.workload import Extras, LoadResult, Slots, burst, closed_loop, open_loop
+from capacity.loads import shape
+from capacity.workload import Extras, LoadContext, LoadResult, Slots
 from capacity.cost import energy_fields, usd_per_million_tokens
 from capacity.bounds import bound_of_step, decode_compute_bound_batch, ideal_bounds
 from capacity.errors import WorkloadError
@@ -170,21 +171,20 @@ def calibration_for(s: Scenario, plan: Plan) -> Calibration:
     return find_calibration(s.engine, plan.gpu.id, plan.weight_format)
 
 
+def load_context(plan: Plan, cal: Calibration, s: Scenario, isl, osl) -> LoadContext:
+    """The engine in context for the closed forms: this plan's step costs and limits, the calibration's
+    efficiencies, the scenario's what-ifs, and the slots at these lengths."""
+    slots = Slots(plan.max_running(isl, osl),
+                  np.asarray(plan.max_concurrent(np.asarray(isl) + np.asarray(osl)), dtype=float),
+                  np.asarray(plan.max_concurrent(np.asarray(isl)), dtype=float))
+    return LoadContext(plan.costs, cal.efficiency, plan.profile.max_num_batched_tokens, slots, s.ideal,
+                       Extras(s.prefix_hit_rate, s.spec_acceptance, s.spec_draft_tokens, s.spec_draft_cost),
+                       plan.profile.mixed_prefill)
+
+
 def run_load(plan: Plan, cal: Calibration, s: Scenario, isl, osl, load_kind: str, value) -> LoadResult:
-    extras = Extras(s.prefix_hit_rate, s.spec_acceptance, s.spec_draft_tokens, s.spec_draft_cost)
-    budget = plan.profile.max_num_batched_tokens
-    cap = Slots(plan.max_running(isl, osl),
-                np.asarray(plan.max_concurrent(np.asarray(isl) + np.asarray(osl)), dtype=float),
-                np.asarray(plan.max_concurrent(np.asarray(isl)), dtype=float))
-    args = (plan.costs, cal.efficiency, budget, isl, osl)
-    mixed = plan.profile.mixed_prefill
-    if load_kind == "sync":
-        return closed_loop(*args, 1, cap, s.ideal, extras, mixed)
-    if load_kind == "concurrency":
-        return closed_loop(*args, value, cap, s.ideal, extras, mixed, s.num_requests)
-    if load_kind == "burst":
-        return burst(*args, value, cap, s.ideal, extras, mixed)
-    return open_loop(*args, value, cap, s.ideal, extras, s.num_requests, mixed=mixed)
+    """The closed forms' answer: the load shape's own strategy over the engine in context."""
+    return shape(load_kind).closed_form(load_context(plan, cal, s, isl, osl), isl, osl, value, s.num_requests)
 
 
 def simulation_setup(plan: Plan, cal: Calibration, s: Scenario, load_kind: str, value: float, num_requests: int,
@@ -210,16 +210,8 @@ def simulated_load(plan: Plan, cal: Calibration, s: Scenario, load_kind: str, va
     """The step simulator's answer for one scenario, shaped like the closed forms' (and the regime it describes)."""
     if s.spec_draft_tokens and s.spec_acceptance:
         raise WorkloadError("the step simulator does not model speculative decoding yet: use --method closed-form")
-    c = max(int(value), 1)
-    endless = s.num_requests is None and load_kind in ("concurrency", "rate")
-    if load_kind == "burst":
-        n = c
-    elif load_kind == "concurrency":
-        n = s.num_requests or max(20 * c, 200)
-    elif load_kind == "rate":
-        n = s.num_requests or int(min(max(value * 120.0, 200), 20_000))
-    else:
-        n = s.num_requests or 10
+    endless = s.num_requests is None and shape(load_kind).endless
+    n = shape(load_kind).simulated_requests(value, s.num_requests)
     sim = simulate(*simulation_setup(plan, cal, s, load_kind, value, n), s.isl, s.osl)
     m = sim.summary("steady" if endless else "all")
     regime = (f"steady state of an endless load (simulated {n:,} requests, middle of the run)" if endless else
@@ -237,11 +229,7 @@ def closed_form_gaps(s: Scenario, load_kind: str) -> list[str]:
     gaps = []
     if s.length_dist != "fixed" and s.length_ratio > 0:
         gaps.append(f"{s.length_dist} length spread")
-    if load_kind == "rate" and s.arrivals != "constant":
-        gaps.append(f"{s.arrivals} arrivals")
-    if load_kind == "concurrency" and s.think_time_s > 0:
-        gaps.append("think time")
-    return gaps
+    return gaps + shape(load_kind).closed_form_gaps(s.arrivals, s.think_time_s)
 
 
 SIMULATED_REQUESTS_MAX = 20_000  # beyond this a closed loop is left to the closed forms: the answer must come at once
@@ -263,9 +251,8 @@ def simulation_reasons(s: Scenario, load_kind: str, value: float, plan: Plan | N
     if s.spec_draft_tokens and s.spec_acceptance:
         return []
     reasons = closed_form_gaps(s, load_kind)
-    if load_kind == "concurrency" and value > 1:
-        n = s.num_requests or max(20 * int(value), 200)
-        if n <= SIMULATED_REQUESTS_MAX:
+    if shape(load_kind).drifts(value):
+        if shape(load_kind).simulated_requests(value, s.num_requests) <= SIMULATED_REQUESTS_MAX:
             reasons.append("drift of a closed loop's clients out of lockstep")
     return reasons
 
@@ -308,7 +295,7 @@ def predicted_load(plan: Plan, cal: Calibration, s: Scenario) -> tuple[LoadResul
         r, regime = simulated_load(plan, cal, s, load.kind, load.value)
         return r, method, regime
     r = run_load(plan, cal, s, s.isl, s.osl, load.kind, load.value)
-    regime = ("steady state of an endless load" if load.kind in ("concurrency", "rate") and s.num_requests is None
+    regime = ("steady state of an endless load" if load.shape.endless and s.num_requests is None
               else "a benchmark as run: clients start together (closed forms)")
     return r, method, regime
 

@@ -38,10 +38,11 @@ from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from capacity.calibration import Efficiency
 from capacity.errors import WorkloadError
+from capacity.loads import SHAPES, shape
 from capacity.memory import blocks_per_sequence
 from capacity.plan import Plan
 from capacity.stepper import Stepper
@@ -58,7 +59,7 @@ class Traffic(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    kind: Literal["sync", "concurrency", "burst", "rate", "trace"]
+    kind: str  # a load shape's kind (capacity/loads/), or "trace": recorded send times replayed
     value: float = Field(1.0, gt=0, description="clients (concurrency), requests (burst) or requests/s (rate)")
     num_requests: int = Field(100, ge=1, le=MAX_SIM_REQUESTS)
     arrivals: Literal["constant", "poisson", "gamma"] = "constant"
@@ -71,6 +72,13 @@ class Traffic(BaseModel):
     trace_send_s: tuple[float, ...] = ()
     trace_isl: tuple[int, ...] = ()
     trace_osl: tuple[int, ...] = ()
+
+    @field_validator("kind")
+    @classmethod
+    def _known(cls, kind: str) -> str:
+        if kind != "trace" and kind not in SHAPES:
+            raise ValueError(f"unknown load kind {kind!r}: one of {', '.join(SHAPES)} or trace")
+        return kind
 
 
 def spread_lengths(rng: np.random.Generator, mean: int | np.ndarray, kind: str, ratio: float, n: int) -> np.ndarray:
@@ -206,32 +214,22 @@ def _requests(traffic: Traffic, isl: int, osl: int) -> tuple[np.ndarray, np.ndar
         send = np.asarray(traffic.trace_send_s, dtype=float)
         return (np.maximum(np.asarray(traffic.trace_isl, dtype=int), 1), np.maximum(np.asarray(traffic.trace_osl, dtype=int), 1),
                 send - send.min())
-    n = int(traffic.value) if traffic.kind == "burst" else traffic.num_requests
+    load = shape(traffic.kind)
+    n = load.simulated_requests(traffic.value, traffic.num_requests)
     rng = np.random.default_rng(traffic.seed)
     if traffic.trace_isl:  # recorded lengths, in send order (a closed loop or burst replayed with its own lengths)
         if len(traffic.trace_osl) != len(traffic.trace_isl):
             raise WorkloadError("trace: input and output lengths must be given, one pair per request")
         I = np.maximum(np.asarray(traffic.trace_isl, dtype=int), 1)
         O = np.maximum(np.asarray(traffic.trace_osl, dtype=int), 1)
-        return I, O, (np.zeros(len(I)) if traffic.kind == "burst" else None)
+        return I, O, load.send_times(traffic.value, len(I), rng, traffic.arrivals, traffic.gamma_shape)
     if traffic.length_dist != "fixed":
         # one draw per length, input then output, request after request: the stream of 2n single draws, drawn at once
         lengths = spread_lengths(rng, np.tile([isl, osl], n), traffic.length_dist, traffic.length_ratio, 2 * n)
         I, O = lengths[0::2].astype(int), lengths[1::2].astype(int)
     else:
         I, O = np.full(n, isl, dtype=int), np.full(n, osl, dtype=int)
-    if traffic.kind == "burst":
-        return I, O, np.zeros(n)
-    if traffic.kind == "rate":
-        gap = 1.0 / traffic.value
-        if traffic.arrivals == "poisson":
-            gaps = rng.exponential(gap, size=n)
-        elif traffic.arrivals == "gamma":
-            gaps = rng.gamma(traffic.gamma_shape, gap / traffic.gamma_shape, size=n)
-        else:
-            gaps = np.full(n, gap)
-        return I, O, np.concatenate([[0.0], np.cumsum(gaps[:-1])])
-    return I, O, None
+    return I, O, load.send_times(traffic.value, n, rng, traffic.arrivals, traffic.gamma_shape)
 
 
 class _Decoders:
@@ -406,7 +404,7 @@ def simulate(engine: EngineContext, traffic: Traffic, isl: int, osl: int) -> Sim
     st = engine.stepper
     front = _FrontEnd(engine.admission_s, engine.request_overhead_s)
     closed = sends is None
-    clients = 1 if traffic.kind == "sync" else int(traffic.value)
+    clients = 1 if traffic.kind == "trace" else (shape(traffic.kind).clients(traffic.value) or 1)
     send = [np.nan] * n
     arrive_heap: list[tuple[float, int]] = []  # (engine arrival time, request)
     next_new = 0

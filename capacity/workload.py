@@ -55,6 +55,25 @@ class Slots:
 
 
 @dataclass(frozen=True)
+class LoadContext:
+    """One engine on one GPU as the closed forms see it: the step costs and efficiencies, the token budget per step,
+    the slots for the lengths priced, the what-ifs, and whether prefill chunks ride in decode steps. Each load shape
+    (capacity/loads/) prices its load over this one object."""
+
+    costs: StepCosts
+    efficiency: Efficiency
+    budget_tokens: float
+    slots: Slots
+    ideal: bool = False
+    extras: Extras = Extras()
+    mixed: bool = True
+
+    def args(self, isl, osl) -> tuple:
+        """The leading arguments of the closed forms below."""
+        return self.costs, self.efficiency, self.budget_tokens, isl, osl
+
+
+@dataclass(frozen=True)
 class LoadResult:
     ttft_s: np.ndarray
     itl_s: np.ndarray

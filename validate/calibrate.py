@@ -19,6 +19,7 @@ from capacity import Scenario
 from capacity.architecture import load_model
 from capacity.calibration import Calibration, Efficiency, ResidualStats
 from capacity.errors import CapacityError
+from capacity.loads import SHAPES
 from capacity.estimate import closed_form_gaps, plan_for, predict, predicted_metrics
 from capacity.plan import Plan
 from capacity.steptime import StepCosts, step_time_s
@@ -30,7 +31,6 @@ FIT_METRICS = {"mean_ttft_s": "ttft_s", "mean_itl_s": "itl_s", "requests_per_s":
 # Expected spread of log(measured/predicted) by load kind (weighted least squares, weight 1/σ): one
 # request at a time repeats within ~1 % and is modelled directly; bursts add admission, preemption
 # and drain dynamics the closed form only approximates; TTFT under load is mostly queueing.
-SIGMA_BY_LOAD = {"sync": 0.03, "concurrency": 0.06, "rate": 0.06, "burst": 0.15}
 SIGMA_TTFT_FACTOR = 2.0
 SIGMA_STEP = 0.10  # a decode step read from a 10-second stats window of the engine's log
 STEP_MIN_RUNNING = 32
@@ -149,7 +149,8 @@ def split(data: list[Sample], holdout_shapes: list[str] | None) -> tuple[list[Sa
 
 def sigma(d: Sample, metric: str) -> float:
     kind = d.scenario.load.split(":")[0]
-    return SIGMA_BY_LOAD.get(kind, 0.1) * (SIGMA_TTFT_FACTOR if metric == "ttft_s" else 1.0)
+    noise = SHAPES[kind].fit_sigma if kind in SHAPES else 0.1  # each load shape's measurement noise
+    return noise * (SIGMA_TTFT_FACTOR if metric == "ttft_s" else 1.0)
 
 
 def log_errors(data: list[Sample], eff: Efficiency, weighted: bool = False) -> np.ndarray:

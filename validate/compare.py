@@ -24,6 +24,7 @@ from capacity.workload import spec_acceptance_for
 import capacity.engines as capacity_engines
 from capacity.engines import argv_value  # noqa: F401  (kept importable from here)
 from capacity.errors import CapacityError
+from capacity.load import parse_load
 from pydantic import ValidationError
 
 from validate.errors import ResultsError, ValidateError, one_line
@@ -162,10 +163,18 @@ def excluded_loads(path: Path) -> set[str]:
     return set()
 
 
+def _endless(label: str) -> bool:
+    """A load that runs until its count (closed loops, rates): its prediction takes the point's request count."""
+    try:
+        return parse_load(label).shape.endless
+    except CapacityError:
+        return False
+
+
 def point_scenario(run: MeasuredRun, p: PointResult, **overrides) -> Scenario:
     isl = int(round(p.isl)) if p.isl else int(run.scenario.get("isl", 0))
     osl = int(round(p.osl)) if p.osl else int(run.scenario.get("osl", 0))
-    extra = {"num_requests": p.completed + p.failed} if p.load.startswith(("rate", "concurrency")) else {}
+    extra = {"num_requests": p.completed + p.failed} if _endless(p.load) else {}
     fields = {k: v for k, v in run.scenario.items() if k in Scenario.model_fields}
     hit = measured_hit_rate(p)  # what the engine served from its cache, whatever the workload meant
     if hit is not None:

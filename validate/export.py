@@ -22,6 +22,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from capacity.errors import CapacityError
+from capacity.load import Load, parse_load
 from validate.errors import ResultsError, UsageError
 from validate.importers.benchmark_report import EXPORT_TOOL
 from validate.results import PointResult, ResultsDir, RunMetadata
@@ -104,16 +106,18 @@ def _lengths(workload: dict[str, Any], key: str, measured: float | None) -> dict
 
 
 def _load_standardized(point: PointResult, index: int, metadata: RunMetadata) -> dict[str, Any]:
-    kind, _, arg = point.load.partition(":")
+    try:
+        load: Load | None = parse_load(point.load)
+    except CapacityError:  # a label no load shape reads (an imported run's): no load fields
+        load = None
     out: dict[str, Any] = {"tool": EXPORT_TOOL, "tool_version": str(getattr(metadata, "validate_version", "unknown")),
                            "source": "random" if getattr(metadata, "source", None) in (None, "validate") else "unknown",
                            "stage": index}
-    if kind == "rate":
-        out["rate_qps"] = float(arg)
-    elif kind in ("concurrency", "burst"):
-        out["concurrency"] = int(arg)
-    elif kind == "sync":
-        out["concurrency"] = 1
+    in_flight = load.shape.in_flight(load.value) if load else None  # fixed by the shape (sync, loops, bursts)
+    if load is not None and in_flight is None:
+        out["rate_qps"] = float(load.value)
+    elif in_flight is not None:
+        out["concurrency"] = int(in_flight)
     for name, key, measured in (("input_seq_len", "isl", point.isl), ("output_seq_len", "osl", point.osl)):
         lengths = _lengths(metadata.workload, key, measured)
         if lengths:

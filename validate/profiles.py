@@ -31,6 +31,7 @@ from capacity.errors import WorkloadError
 from capacity.load import Load, parse_loads
 from validate.client import Client
 from validate.errors import UsageError, ValidateError
+from validate.loads import sender
 from validate.results import PointResult, RequestRecord
 from validate.workload import PromptMaker
 
@@ -62,11 +63,8 @@ def parse_profile(text: str) -> list[LoadPoint] | Literal["sweep"]:
 
 def request_timeout_s(point: LoadPoint, options: LoadOptions, max_total_tokens: int) -> float:
     """Default timeout of one request at this point: 60 s + in-flight requests x longest request / 1,000 tokens/s."""
-    if point.kind == "sync":
-        in_flight = 1.0
-    elif point.kind in ("burst", "concurrency"):
-        in_flight = float(point.value or 1)
-    else:  # rate: capped, or every request of the point (count, or arrivals over the duration)
+    in_flight = point.shape.in_flight(point.value)
+    if in_flight is None:  # by arrivals (rate): capped, or every request of the point (count, or arrivals over the duration)
         bounds = [float(options.max_concurrency or math.inf), float(options.num_requests or math.inf)]
         if options.duration_s:
             bounds.append(math.ceil(float(point.value or 1) * options.duration_s))
@@ -118,10 +116,11 @@ async def run_point(client: Client, point: LoadPoint, maker: PromptMaker, option
     if on_start is not None:
         await on_start()
     client.max_in_flight = 0
-    count = int(point.value or 0) if point.kind == "burst" else options.num_requests
+    count = point.shape.requests(point.value, options.num_requests)
+    fixed = point.shape.requests(point.value, None) is not None  # the load's value is its count (burst): no duration
     records: list[RequestRecord] = []
     t0 = time.perf_counter()
-    deadline = t0 + options.duration_s if options.duration_s and point.kind != "burst" else None
+    deadline = t0 + options.duration_s if options.duration_s and not fixed else None
 
     refused = [False]  # the server is gone: stop sending, the runner reports it
 
@@ -136,46 +135,5 @@ async def run_point(client: Client, point: LoadPoint, maker: PromptMaker, option
         if on_request:
             on_request(record)
 
-    if point.kind == "sync":
-        while more(len(records)):
-            await send_one()
-    elif point.kind == "burst":
-        await asyncio.gather(*(send_one() for _ in range(count or 0)))
-    elif point.kind == "concurrency":
-        sent = [0]
-
-        async def worker() -> None:
-            while more(sent[0]):
-                sent[0] += 1
-                await send_one()
-
-        await asyncio.gather(*(worker() for _ in range(int(point.value or 1))))
-    else:
-        await _send_at_rate(float(point.value or 1.0), options, more, send_one)
+    await sender(point.kind)(point.value, options, more, send_one, count)  # validate/loads/: one sender per shape
     return records
-
-
-async def _send_at_rate(rate_per_s: float, options: LoadOptions, more: Callable[[int], bool],
-                        send_one: Callable[[], Awaitable[None]]) -> None:
-    rng = np.random.default_rng(options.seed)
-    limit = asyncio.Semaphore(options.max_concurrency) if options.max_concurrency else None
-
-    async def limited() -> None:
-        if limit is None:
-            await send_one()
-            return
-        async with limit:
-            await send_one()
-
-    tasks: list[asyncio.Task[None]] = []
-    next_at = time.perf_counter()
-    while more(len(tasks)):
-        delay = next_at - time.perf_counter()
-        if delay > 0:
-            await asyncio.sleep(delay)
-            if not more(len(tasks)):
-                break
-        tasks.append(asyncio.create_task(limited()))
-        gap = rng.exponential(1.0 / rate_per_s) if options.arrivals == "poisson" else 1.0 / rate_per_s
-        next_at += gap
-    await asyncio.gather(*tasks)
