@@ -15,7 +15,7 @@ import streamlit as st  # noqa: E402
 
 from appkit import cached, inputs, tabs  # noqa: E402
 from capacity import Scenario  # noqa: E402
-from capacity.architecture import catalog_ids  # noqa: E402
+from capacity.model.architecture import catalog_ids  # noqa: E402
 from capacity.errors import CapacityError, DoesNotFitError  # noqa: E402
 from capacity.hardware import gpu_catalog  # noqa: E402
 

@@ -11,7 +11,7 @@ import streamlit as st
 
 from appkit import compute, measured
 from capacity import Scenario
-from capacity.architecture import load_model
+from capacity.model.architecture import load_model
 from capacity.errors import CapacityError
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -11,12 +11,12 @@ import pandas as pd
 
 from capacity import Scenario, estimate
 from capacity.errors import CapacityError
-from capacity.formulas import compiled
+from capacity.model.formulas import compiled
 from capacity.hardware import load_gpu
-from capacity.kv import attended_tokens_prefill
+from capacity.model.kv import attended_tokens_prefill
 from capacity.estimate import calibration_for, plan_for, run_load
 from capacity.sizing import max_rate_within_slo, size
-from capacity.steptime import step_parts
+from capacity.model.steptime import step_parts
 
 
 @dataclass(frozen=True)
@@ -37,7 +37,7 @@ class Headline:
     itl_s: float | None
     usd_per_million_output_tokens: float | None
     usd_per_million_total_tokens: float | None
-    power_w: float | None  # predicted mean power of all GPUs at that rate (capacity/power.py)
+    power_w: float | None  # predicted mean power of all GPUs at that rate (capacity/model/power.py)
     joules_per_output_token: float | None
     # one request alone (sync): the best latency the deployment gives
     sync_ttft_s: float

@@ -9,7 +9,7 @@ import tempfile
 from pathlib import Path
 
 import capacity.engines as capacity_engines
-from capacity.architecture import ModelArch, parse_config
+from capacity.model.architecture import ModelArch, parse_config
 from capacity.engines import engine_profile
 from capacity.errors import ConfigError
 from capacity.hardware import Gpu, gpu_catalog, parse_gpu_file

@@ -16,9 +16,19 @@ def _model_importable() -> bool:
         return False
 
 
-if _model_importable():
-    from capacity.estimate import Estimate, Scenario, estimate
-    from capacity.simulate import EngineContext, SimResult, Traffic, simulate
+from capacity.load import Load, parse_load, parse_loads
+from capacity.loads import LoadShape
 
-__all__ = ["CapacityError", "EngineContext", "Estimate", "Scenario", "SimResult", "Traffic", "estimate", "simulate"]
+if _model_importable():
+    from capacity.calibration import Calibration
+    from capacity.estimate import Estimate, Scenario, estimate, plan_for, predict
+    from capacity.loadmodel.simulate import EngineContext, SimResult, Traffic, simulate
+    from capacity.plan import Plan
+    from capacity.sizing import size
+
+# The public API. Light (every install): errors and the load grammar. Model (with sympy and pandas): a Scenario is
+# planned once (plan_for: weights, memory, limits, step costs) and predicted under a calibration (predict), or both
+# at once (estimate); simulate steps the scheduler; size finds the GPUs for a target.
+__all__ = ["Calibration", "CapacityError", "EngineContext", "Estimate", "Load", "LoadShape", "Plan", "Scenario",
+           "SimResult", "Traffic", "estimate", "parse_load", "parse_loads", "plan_for", "predict", "simulate", "size"]
 __version__ = "0.1.0"

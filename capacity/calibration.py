@@ -115,7 +115,7 @@ def shipped_calibrations() -> dict[tuple[str, str, str], Calibration]:
     folder = importlib.resources.files("capacity.calibrations")
     out = {}
     for entry in folder.iterdir():
-        # card.json: the accuracy card (capacity/card.py); power.json: the power model (capacity/power.py)
+        # card.json: the accuracy card (capacity/card.py); power.json: the power model (capacity/model/power.py)
         if entry.name.endswith(".json") and entry.name not in ("card.json", "power.json"):
             cal = parse_calibration_file(Path(str(entry)))
             out[(cal.engine, cal.gpu, cal.precision)] = cal

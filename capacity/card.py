@@ -55,7 +55,7 @@ def gpu_class(gpu_id: str) -> str:
 
 
 def model_class(model) -> str:
-    """dense, MoE or MLA (DeepSeek-style latent attention, with MoE) of a capacity.architecture.ModelArch."""
+    """dense, MoE or MLA (DeepSeek-style latent attention, with MoE) of a capacity.model.architecture.ModelArch."""
     if getattr(model, "mla", None) is not None:
         return "MLA"
     return "MoE" if getattr(model, "moe", None) is not None else "dense"
@@ -258,7 +258,7 @@ def accuracy_card(s: "Scenario", e: "Estimate") -> AccuracyCard | None:
     data = card_data()
     if data is None:
         return None
-    from capacity.architecture import load_model
+    from capacity.model.architecture import load_model
     from capacity.load import parse_load
 
     load = parse_load(s.load)

@@ -24,7 +24,7 @@ from capacity.engine import PROFILES
 from capacity.errors import CapacityError, InputError, ResultError, flatten_validation_error, one_line, show_value
 from capacity.estimate import Scenario, estimate
 from capacity.load import parse_load
-from capacity.precision import PRECISION_CHOICES
+from capacity.model.precision import PRECISION_CHOICES
 
 LENGTH_MAX_TOKENS = 10_000_000  # as estimate's own check of isl/osl
 LIST_MAX_ITEMS = 10_000
@@ -326,7 +326,7 @@ def cmd_simulate(a) -> int:
     """The step simulator on one scenario: per-request latencies and the engine's own counters."""
     from capacity.estimate import calibration_for, plan_for, simulation_setup
     from capacity.load import parse_load
-    from capacity.simulate import MAX_SIM_REQUESTS, simulate
+    from capacity.loadmodel.simulate import MAX_SIM_REQUESTS, simulate
 
     s = _scenario(a, method="simulate")
     load = parse_load(s.load)
@@ -390,9 +390,9 @@ def cmd_gpus(a) -> int:
 
 
 def cmd_models(a) -> int:
-    from capacity.architecture import catalog_ids, load_model
-    from capacity.kv import kv_bytes_per_token
-    from capacity.params import active_params_per_token, count_params
+    from capacity.model.architecture import catalog_ids, load_model
+    from capacity.model.kv import kv_bytes_per_token
+    from capacity.model.params import active_params_per_token, count_params
 
     rows = []
     for mid in catalog_ids():

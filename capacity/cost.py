@@ -3,7 +3,7 @@ so input, output and total costs are three views of one bill, not parts that add
 
 from __future__ import annotations
 
-from capacity.formulas import compiled
+from capacity.model.formulas import compiled
 
 
 def usd_per_million_tokens(usd_per_hour: float | None, tokens_per_s: float) -> float | None:
@@ -17,7 +17,7 @@ J_PER_KWH = 3.6e6
 
 def energy_fields(tdp_w: float, power_w: float | None, output_tokens_per_s: float, usd_per_kwh: float | None) -> dict:
     """Energy of the deployment: the TDP bound (joules per output token if every GPU drew its board limit) and the
-    predicted mean power (capacity/power.py) with its joules per output token and, given a price per kWh, the
+    predicted mean power (capacity/model/power.py) with its joules per output token and, given a price per kWh, the
     electricity per million output tokens (from the predicted power; None when there is no power model)."""
     ok = output_tokens_per_s > 0
     j_max = tdp_w / output_tokens_per_s if ok else None

@@ -1,12 +1,12 @@
 """Disaggregated prefill/decode (xPyD) and data-parallel replicas behind a router: the model and the search.
 
-A layout is either **aggregated** (n replicas of TP t, each prefilling and decoding, `capacity.workload`'s
+A layout is either **aggregated** (n replicas of TP t, each prefilling and decoding, `capacity.loadmodel.workload`'s
 closed forms) or **xPyD**: x prefill instances of TP_p and y decode instances of TP_d, each pool with its own
 engine limits (`plan_for` on a Scenario per pool). For a target rate R (requests/s):
 
 * **prefill pool**: one instance receives R·imb_p(x)/x requests/s of prompts that decode nothing (osl = 1):
   `run_load(..., "rate", ...)` on that prefill-only load gives its TTFT with the engine's token budget per step
-  and the M/D/1-style queue wait of `capacity.workload.open_loop`.
+  and the M/D/1-style queue wait of `capacity.loadmodel.workload.open_loop`.
 * **KV transfer**: each request moves the KV of its prompt, bytes = cached token-layers(isl) × KV bytes per
   token-layer (the plan's KV precision, KV heads split over TP, replicated where TP exceeds them); each GPU of
   the sending instance sends its shard over its own link in parallel (and each receiving GPU takes its own),
@@ -53,9 +53,9 @@ from capacity.calibration import Calibration
 from capacity.errors import CapacityError, ConfigError, WorkloadError, closest, flatten_validation_error, one_line
 from capacity.estimate import Scenario, calibration_for, plan_for, run_load
 from capacity.hardware import Gpu, load_gpu
-from capacity.kv import attended_tokens_prefill, cached_tokens
+from capacity.model.kv import attended_tokens_prefill, cached_tokens
 from capacity.plan import Plan
-from capacity.steptime import step_time_s
+from capacity.model.steptime import step_time_s
 
 if sys.version_info >= (3, 11):
     import tomllib

@@ -8,23 +8,23 @@ from typing import Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from capacity.architecture import load_model
+from capacity.model.architecture import load_model
 from capacity.calibration import IDEAL, Calibration, find_calibration, parse_calibration_file
 from capacity.card import AccuracyCard, accuracy_card
 from capacity.engine import engine_profile
-from capacity.formulas import compiled
+from capacity.model.formulas import compiled
 from capacity.hardware import load_gpu
 from capacity.load import parse_load
 from capacity.plan import Plan, make_plan
-from capacity.power import mean_power_w, request_busy_s, shipped_power
-from capacity.steptime import step_parts
+from capacity.model.power import mean_power_w, request_busy_s, shipped_power
+from capacity.model.steptime import step_parts
 from capacity.loads import shape
-from capacity.workload import Extras, LoadContext, LoadResult, Slots
+from capacity.loadmodel.workload import Extras, LoadContext, LoadResult, Slots
 from capacity.cost import energy_fields, usd_per_million_tokens
-from capacity.bounds import bound_of_step, decode_compute_bound_batch, ideal_bounds
+from capacity.model.bounds import bound_of_step, decode_compute_bound_batch, ideal_bounds
 from capacity.errors import WorkloadError
-from capacity.kv import attended_tokens_prefill
-from capacity.simulate import EngineContext, Traffic, simulate
+from capacity.model.kv import attended_tokens_prefill
+from capacity.loadmodel.simulate import EngineContext, Traffic, simulate
 
 
 class Scenario(BaseModel):
@@ -124,7 +124,7 @@ class Estimate(BaseModel):
     power_w_at_tdp: float = Field(0.0, description="the GPUs' board power limit: what they draw at most")
     joules_per_output_token_at_most: float | None = Field(
         None, description="at the GPUs' TDP: an upper bound")
-    power_w: float | None = Field(None, description="predicted mean power of all the GPUs (capacity/power.py; "
+    power_w: float | None = Field(None, description="predicted mean power of all the GPUs (capacity/model/power.py; "
                                                     "fitted on one H200 with dummy weights: docs/power.md)")
     joules_per_output_token: float | None = Field(None, description="predicted: power_w ÷ output tokens/s")
     usd_per_million_output_tokens_energy: float | None = Field(
@@ -311,7 +311,7 @@ def predicted_metrics(plan: Plan, cal: Calibration, s: Scenario) -> dict[str, fl
 
 
 def predicted_power_w(plan: Plan, s: Scenario, rps_per_replica: float, running: float) -> float | None:
-    """Mean power of every GPU of the deployment at this load (capacity/power.py); None without a power model or
+    """Mean power of every GPU of the deployment at this load (capacity/model/power.py); None without a power model or
     for --ideal (a bound has no power)."""
     k = shipped_power()
     if k is None or s.ideal or not rps_per_replica > 0:

@@ -9,17 +9,17 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from capacity.architecture import ModelArch
+from capacity.model.architecture import ModelArch
 from capacity.engines.base import EngineProfile
 from capacity.errors import DoesNotFitError, WorkloadError
 from capacity.hardware import Gpu
-from capacity.kv import kv_bytes_per_token
-from capacity.memory import MemoryPlan, blocks_per_sequence, max_sequences, plan_memory
-from capacity.params import active_params_per_token, count_params
-from capacity.precision import compute_precision, kv_bytes_per_element, resolve_weight_format
-from capacity.steptime import StepCosts, build_costs
+from capacity.model.kv import kv_bytes_per_token
+from capacity.model.memory import MemoryPlan, blocks_per_sequence, max_sequences, plan_memory
+from capacity.model.params import active_params_per_token, count_params
+from capacity.model.precision import compute_precision, kv_bytes_per_element, resolve_weight_format
+from capacity.model.steptime import StepCosts, build_costs
 from capacity.units import GB
-from capacity.weights import WeightBytes, weight_bytes
+from capacity.model.weights import WeightBytes, weight_bytes
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ import pandas as pd
 
 from capacity.errors import CapacityError, WorkloadError
 from capacity.estimate import Scenario, calibration_for, plan_for, run_load
-from capacity.formulas import compiled
+from capacity.model.formulas import compiled
 
 
 def sweep_grid(models: list[str], gpus: list[str], precisions: list[str], isls: list[int], osls: list[int],

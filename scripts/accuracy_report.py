@@ -373,7 +373,7 @@ quoting them.
 
 {kv_table(runs)}
 
-The peak activation that vLLM's profile run reserves follows vLLM 0.26.0's own code (capacity/memory.py
+The peak activation that vLLM's profile run reserves follows vLLM 0.26.0's own code (capacity/model/memory.py
 `activation_peak_bytes`, tests/test_activation_peak.py against every printed peak): which model runner the
 architecture takes (V2 for dense models and DeepSeek-V2, V1 for the other MoEs), the V1 sampler warm-up
 (14 bytes per request and vocabulary entry) and the Triton fused-MoE workspace it keeps, and on the V2 runner

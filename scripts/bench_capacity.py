@@ -4,7 +4,7 @@ Run: python scripts/bench_capacity.py"""
 import numpy as np
 
 from capacity import Scenario, estimate
-from capacity.architecture import load_model
+from capacity.model.architecture import load_model
 from capacity.calibration import find_calibration
 from capacity.engine import VLLM
 from capacity.estimate import run_load
@@ -30,7 +30,7 @@ def main() -> None:
     # the step simulator (capacity simulate; estimate --method simulate): 10,000 requests per load shape. Capacity
     # here is ~30 req/s (burst), so 5 req/s runs ~4 sequences at a time (long decode stretches between events), 20
     # req/s ~30 and 28 req/s ~90 (a queue that builds up and drains)
-    from capacity.simulate import EngineContext, Traffic, simulate
+    from capacity.loadmodel.simulate import EngineContext, Traffic, simulate
 
     engine = EngineContext.build(plan, cal.efficiency, False, 4 * (s.isl + s.osl))
     spread = dict(arrivals="poisson", length_dist="uniform", length_ratio=0.5)

@@ -49,7 +49,7 @@ for p in (str(REPO), str(REPO / "scripts")):
 
 import accuracy_report as ar  # noqa: E402
 import score_public as sp  # noqa: E402
-from capacity.architecture import load_model  # noqa: E402
+from capacity.model.architecture import load_model  # noqa: E402
 from capacity.calibration import shipped_calibrations  # noqa: E402
 from capacity.card import KNOBS, METRIC_LABELS, METRICS, gpu_class, lookup, model_class, regime, slice_chain  # noqa: E402
 from capacity.estimate import estimate  # noqa: E402

@@ -28,7 +28,7 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from capacity.architecture import load_model  # noqa: E402
+from capacity.model.architecture import load_model  # noqa: E402
 from capacity.errors import CapacityError  # noqa: E402
 from capacity.estimate import Estimate, Scenario, estimate  # noqa: E402
 from validate.public.build import load_rows  # noqa: E402

@@ -26,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from capacity.errors import CapacityError  # noqa: E402
 from capacity.estimate import calibration_for, estimate, plan_for, simulation_setup  # noqa: E402
-from capacity.simulate import simulate  # noqa: E402
+from capacity.loadmodel.simulate import simulate  # noqa: E402
 from validate.compare import load_run, point_scenario  # noqa: E402
 
 METRICS = {"mean_ttft_s": "ttft_s", "mean_itl_s": "itl_s", "requests_per_s": "requests_per_s"}
@@ -163,8 +163,8 @@ def render(df: pd.DataFrame) -> str:
         "",
         "Three predictions per point, all with the shipped calibration (fitted with the closed forms on the training",
         "split of [accuracy.md](accuracy.md); nothing is refitted here):",
-        "- **closed**: the closed forms of `capacity/workload.py` (lockstep waves, steady state, M/D/1 queueing);",
-        "- **sim**: the step simulator (`capacity/simulate.py`, `capacity simulate`) drawing its own arrivals and",
+        "- **closed**: the closed forms of `capacity/loadmodel/workload.py` (lockstep waves, steady state, M/D/1 queueing);",
+        "- **sim**: the step simulator (`capacity/loadmodel/simulate.py`, `capacity simulate`) drawing its own arrivals and",
         "  lengths from the run's workload (`--length-dist`, `--arrivals`);",
         "- **replay**: the simulator fed what the run really sent (a rate point's send times and lengths, a closed",
         "  loop's lengths in order), which removes the sample noise of a finite test.",

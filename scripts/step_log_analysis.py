@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from capacity.estimate import calibration_for, plan_for
-from capacity.steptime import step_parts
+from capacity.model.steptime import step_parts
 from validate.calibrate import step_samples
 from validate.compare import load_run
 

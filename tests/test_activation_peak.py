@@ -1,6 +1,6 @@
 """The profile run's peak ("peak activation") against every one vLLM 0.26.0 printed in the committed H200 logs.
 
-capacity.memory.activation_peak_bytes follows vLLM's code (which model runner, what its sampler warm-up and the
+capacity.model.memory.activation_peak_bytes follows vLLM's code (which model runner, what its sampler warm-up and the
 fused-MoE workspace allocate) with two fitted constants (capacity/engines/vllm.py says which runs set them).
 Tolerances are what the committed runs need: the full path (V1 runner, MoE models whose sampler warm-up sets the
 peak) is within 0.4 % of every print, the lean path (V2 runner, where the compiled forward sets it) within 28 %.
@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from capacity.architecture import load_model
+from capacity.model.architecture import load_model
 from capacity.engines import vllm
-from capacity.memory import activation_peak_bytes, lean_profile, moe_workspace_bytes
+from capacity.model.memory import activation_peak_bytes, lean_profile, moe_workspace_bytes
 
 DATA = Path(__file__).resolve().parents[1] / "data/measurements/h200/vllm-0.26.0"
 LOGS = sorted(p for p in DATA.glob("sitting-*/*/server.log.gz") if (p.parent / "scenario.json").is_file())

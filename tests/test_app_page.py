@@ -11,7 +11,7 @@ from app_driver import FIXTURES, metrics, open_tab, rerun, run_app  # noqa: F401
 from streamlit.testing.v1 import AppTest
 
 from capacity import Scenario, estimate
-from capacity.formulas import FORMULAS
+from capacity.model.formulas import FORMULAS
 from capacity.sizing import size
 
 ROOT = Path(__file__).resolve().parent.parent

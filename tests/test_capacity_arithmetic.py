@@ -2,13 +2,13 @@
 
 import pytest
 
-from capacity.architecture import load_model
+from capacity.model.architecture import load_model
 from capacity.engine import VLLM
-from capacity.kv import kv_bytes_per_sequence, kv_bytes_per_token
-from capacity.memory import kv_groups, plan_memory
-from capacity.params import active_params_per_token, count_params
-from capacity.precision import BYTES_PER_WEIGHT
-from capacity.weights import weight_bytes
+from capacity.model.kv import kv_bytes_per_sequence, kv_bytes_per_token
+from capacity.model.memory import kv_groups, plan_memory
+from capacity.model.params import active_params_per_token, count_params
+from capacity.model.precision import BYTES_PER_WEIGHT
+from capacity.model.weights import weight_bytes
 
 
 def test_mistral_7b_kv_bytes_per_token():

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from capacity.architecture import catalog_ids, load_config_dict, load_model, parse_config
+from capacity.model.architecture import catalog_ids, load_config_dict, load_model, parse_config
 from capacity.cli import _print_json, main
-from capacity.config_schema import LAYERS_MAX
+from capacity.model.config_schema import LAYERS_MAX
 from capacity.errors import ConfigError, ResultError, flatten_validation_error
 from capacity.estimate import Scenario
 from capacity.hardware import load_gpu, parse_gpu_file

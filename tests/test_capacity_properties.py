@@ -4,13 +4,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from capacity import Scenario, estimate
-from capacity.architecture import load_model
+from capacity.model.architecture import load_model
 from capacity.calibration import IDEAL, Calibration
 from capacity.engine import VLLM
 from capacity.hardware import load_gpu
 from capacity.plan import make_plan
-from capacity.steptime import step_time_s
-from capacity.workload import Slots, burst, closed_loop
+from capacity.model.steptime import step_time_s
+from capacity.loadmodel.workload import Slots, burst, closed_loop
 
 MODEL = load_model("meta-llama/Llama-3.1-8B")
 PLAN = make_plan(MODEL, load_gpu("h200-sxm"), "bf16", "bf16", VLLM)
@@ -123,7 +123,7 @@ def test_step_parts_broadcast_over_context_and_keys():
     """Arrays may come in through any input (a scalar batch with an array of contexts, say)."""
     import numpy as np
 
-    from capacity.steptime import step_parts
+    from capacity.model.steptime import step_parts
 
     ctx = np.array([100.0, 2000.0, 30000.0])
     for ideal, eff in ((False, EFF), (True, IDEAL.efficiency)):

@@ -19,9 +19,9 @@ from capacity.disagg import (FIRST_TOKEN_DECODE_STEPS, Link, decode_curve, expos
                              prefill_alone_s, replica_imbalance, resolve_link, router_hit_rate, search)
 from capacity.estimate import Scenario, calibration_for, plan_for, run_load
 from capacity.hardware import load_gpu
-from capacity.kv import attended_tokens_prefill
+from capacity.model.kv import attended_tokens_prefill
 from capacity.sizing import size
-from capacity.steptime import step_time_s
+from capacity.model.steptime import step_time_s
 
 ROOT = Path(__file__).resolve().parents[1]
 INFINITE = Link.model_construct(id="infinite", name="infinitely fast", scope="node", bytes_per_s=math.inf,

@@ -29,11 +29,11 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from capacity.architecture import catalog_ids, load_config_dict, parse_config
+from capacity.model.architecture import catalog_ids, load_config_dict, parse_config
 from capacity.cli import main
 from capacity.errors import ConfigError
-from capacity.kv import kv_bytes_per_token
-from capacity.params import active_params_per_token, count_params
+from capacity.model.kv import kv_bytes_per_token
+from capacity.model.params import active_params_per_token, count_params
 
 SEED = int(os.environ.get("LLMCAP_FUZZ_SEED", "14"))
 INPUT_LIMIT_S = 2.0  # per input, in-process

@@ -42,7 +42,7 @@ class Staircase(LoadShape):
         return int(value)
 
     def closed_form(self, ctx, isl, osl, value, num_requests):
-        from capacity.workload import open_loop
+        from capacity.loadmodel.workload import open_loop
 
         return open_loop(*ctx.args(isl, osl), 1 / GAP_S, ctx.slots, ctx.ideal, ctx.extras, int(value), mixed=ctx.mixed)
 

@@ -99,10 +99,10 @@ def test_sweep_cli_passes_the_engine_limits(tmp_path):
 @pytest.mark.parametrize("load", ["sync", "concurrency:64", "burst:500", "rate:5", "rate:500"])
 def test_one_prediction_prices_each_step_once(monkeypatch, load):
     """Every calibrated step the estimate prices (the load model's and the host-bound note's) is priced once: a
-    second evaluation of the same step would be work done twice. (The two roofline questions of capacity/bounds.py
+    second evaluation of the same step would be work done twice. (The two roofline questions of capacity/model/bounds.py
     use the ideal efficiencies, a different pricing, and are not counted.)"""
-    import capacity.steptime as st
-    import capacity.workload as wl
+    import capacity.model.steptime as st
+    import capacity.loadmodel.workload as wl
 
     es = sys.modules["capacity.estimate"]  # the package's `estimate` attribute is the function, not the module
 

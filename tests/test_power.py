@@ -1,4 +1,4 @@
-"""The power model (capacity/power.py): its fit and page regenerate from committed data, it is physical, and every
+"""The power model (capacity/model/power.py): its fit and page regenerate from committed data, it is physical, and every
 estimate carries it beside the TDP bound."""
 
 import subprocess
@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from capacity.estimate import Scenario, estimate, plan_for
-from capacity.power import mean_power_w, request_busy_s, shipped_power
+from capacity.model.power import mean_power_w, request_busy_s, shipped_power
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from capacity.architecture import catalog_ids
+from capacity.model.architecture import catalog_ids
 from capacity.hardware import gpu_catalog
 from validate.public.build import build, load_rows, render
 from validate.public.common import RAW_DIR, ROWS_PATH

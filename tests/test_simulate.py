@@ -15,11 +15,11 @@ from hypothesis import strategies as st
 
 from capacity.errors import WorkloadError
 from capacity.estimate import Scenario, calibration_for, estimate, plan_for
-from capacity.kv import attended_tokens_prefill
-from capacity.simulate import (MAX_STALLED_STEPS, EngineContext, Traffic, _FrontEnd, _requests, simulate,
+from capacity.model.kv import attended_tokens_prefill
+from capacity.loadmodel.simulate import (MAX_STALLED_STEPS, EngineContext, Traffic, _FrontEnd, _requests, simulate,
                                spread_lengths)
-from capacity.steptime import step_time_s
-from capacity.stepper import Stepper
+from capacity.model.steptime import step_time_s
+from capacity.model.stepper import Stepper
 
 MODELS = ["meta-llama/Llama-3.1-8B", "Qwen/Qwen3-30B-A3B", "google/gemma-3-27b-it", "openai/gpt-oss-20b",
           "deepseek-ai/DeepSeek-V3"]
@@ -92,7 +92,7 @@ def test_spread_lengths_drawn_at_once_are_the_single_draws():
 
 
 def reference_simulate(engine: EngineContext, traffic: Traffic, isl: int, osl: int):
-    """The scheduler of capacity/simulate.py written plainly: one engine step per turn of the loop, every sum taken
+    """The scheduler of capacity/loadmodel/simulate.py written plainly: one engine step per turn of the loop, every sum taken
     afresh from the per-request state, each step priced by Stepper.time_s. The simulator jumps over decode-only
     stretches and keeps running sums; on the same traffic both must give the same times (to rounding), steps and
     preemptions. (kv_full_share is left out: the simulator books a stretch by its first step.)"""

@@ -99,7 +99,7 @@ def test_energy_at_tdp_bounds_every_measured_point():
                           price_usd_per_kwh=0.12))
     assert e.power_w_at_tdp == tdp_w
     assert e.joules_per_output_token_at_most == pytest.approx(tdp_w / e.output_tokens_per_s)
-    assert 0 < e.power_w < e.power_w_at_tdp  # the predicted mean power (capacity/power.py), below the bound
+    assert 0 < e.power_w < e.power_w_at_tdp  # the predicted mean power (capacity/model/power.py), below the bound
     assert e.joules_per_output_token == pytest.approx(e.power_w / e.output_tokens_per_s)
     assert e.usd_per_million_output_tokens_energy == pytest.approx(e.joules_per_output_token * 1e6 / 3.6e6 * 0.12)
     assert estimate(Scenario(model="meta-llama/Llama-3.1-8B", gpu="h200-sxm")).usd_per_million_output_tokens_energy is None

@@ -16,13 +16,13 @@ from datetime import date
 import numpy as np
 
 from capacity import Scenario
-from capacity.architecture import load_model
+from capacity.model.architecture import load_model
 from capacity.calibration import Calibration, Efficiency, ResidualStats
 from capacity.errors import CapacityError
 from capacity.loads import SHAPES
 from capacity.estimate import closed_form_gaps, plan_for, predict, predicted_metrics
 from capacity.plan import Plan
-from capacity.steptime import StepCosts, step_time_s
+from capacity.model.steptime import StepCosts, step_time_s
 from validate.compare import MeasuredRun, load_run, point_scenario
 from validate.errors import ValidateError
 from validate.steplog import decode_windows, server_log_text

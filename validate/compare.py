@@ -18,9 +18,9 @@ import pandas as pd
 from capacity import Scenario
 from capacity.estimate import estimate_with_calibration, plan_for
 from capacity.calibration import IDEAL, Calibration
-from capacity.steptime import step_parts
-from capacity.formulas import compiled
-from capacity.workload import spec_acceptance_for
+from capacity.model.steptime import step_parts
+from capacity.model.formulas import compiled
+from capacity.loadmodel.workload import spec_acceptance_for
 import capacity.engines as capacity_engines
 from capacity.engines import argv_value  # noqa: F401  (kept importable from here)
 from capacity.errors import CapacityError

@@ -7,11 +7,11 @@ import streamlit as st
 from appkit import cached
 from appkit.compute import Headline
 from capacity import Scenario
-from capacity.formulas import FORMULAS, latex
+from capacity.model.formulas import FORMULAS, latex
 
 
 def formulas_tab(s: Scenario, h: Headline, ttft_slo: float, itl_slo: float, target: float) -> None:
-    st.markdown("Every closed-form formula of the model, written once in sympy (`capacity/formulas.py`), compiled "
+    st.markdown("Every closed-form formula of the model, written once in sympy (`capacity/model/formulas.py`), compiled "
                 "to numpy for the numbers above and rendered here. With this scenario's values where they apply.")
     values = cached.formula_values(s.model_dump_json())
     cols = st.columns(2)

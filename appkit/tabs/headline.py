@@ -12,7 +12,7 @@ from capacity.engines import EngineProfile, engine_profile
 from capacity.errors import CapacityError
 from capacity.estimate import plan_for
 from capacity.hardware import gpu_catalog
-from capacity.power import shipped_power
+from capacity.model.power import shipped_power
 
 
 def engine_limits(s: Scenario) -> EngineProfile:

@@ -8,7 +8,7 @@ from appkit import cached, launch as snippets
 from appkit.compute import Headline
 from appkit.tabs.format import layout_text
 from capacity import Scenario
-from capacity.architecture import catalog_ids
+from capacity.model.architecture import catalog_ids
 from capacity.engines import engine_profile
 from capacity.errors import CapacityError
 from capacity.hardware import load_gpu

@@ -33,10 +33,10 @@ class EngineProfile(BaseModel):
     non_torch_bytes: float = Field(ge=0, description="CUDA context growth, cuBLAS/NCCL workspaces counted by the profiler")
     cuda_graph_bytes: float = Field(ge=0, description="memory taken by captured CUDA graphs before KV allocation")
     activation_bytes_per_token: float = Field(ge=0, description="multiplier on the profile run's per-token forward activation "
-                                                                 "estimate (capacity.memory.activation_peak_bytes)")
+                                                                 "estimate (capacity.model.memory.activation_peak_bytes)")
     sampler_copies: float = Field(ge=0, description="fp32 logits-sized buffers per request alive in the full sampler warm-up")
     moe_activation_factor: float = Field(ge=0, description="multiplier on the fused-MoE workspace the profile run keeps "
-                                                           "(capacity.memory.moe_workspace_bytes; 1 = as the engine sizes it)")
+                                                           "(capacity.model.memory.moe_workspace_bytes; 1 = as the engine sizes it)")
     moe_cuda_graph_bytes: float = Field(0.0, ge=0, description="CUDA-graph estimate subtracted from the KV budget for MoE models "
                                                                "that are not profiled on the lean path")
     lean_moe_architectures: tuple[str, ...] = Field((), description="MoE architectures profiled like dense models (lean "

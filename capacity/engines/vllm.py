@@ -6,7 +6,7 @@ Defaults are those of a GPU with >= 70 GiB (vLLM's usage-context defaults for th
 get 2,048 tokens and 256 sequences there, which this model does not yet follow): gpu_memory_utilization 0.92
 of the total memory, chunked prefill with an 8,192-token budget per step (prefill chunks ride in decode steps),
 at most 1,024 running sequences, 16-token blocks, CUDA graphs captured up to 512 tokens. Sliding-window models
-use vLLM's hybrid-allocator rule (capacity.memory).
+use vLLM's hybrid-allocator rule (capacity.model.memory).
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ PROFILE = EngineProfile(
     block_size_tokens=16,
     non_torch_bytes=0.22 * GiB,  # vLLM 0.26.0 on H200: "0.22 GiB for non-torch memory" (0.24 for the MoE)
     cuda_graph_bytes=0.0,  # 0.26.0 reports CUDA-graph memory (~1 GiB) but does not subtract it from the KV budget
-    # The profile run's peak (capacity.memory.activation_peak_bytes). Read from vLLM 0.26.0's own source (the wheel
+    # The profile run's peak (capacity.model.memory.activation_peak_bytes). Read from vLLM 0.26.0's own source (the wheel
     # the H200 sittings ran, commit ffd46bfab): dense models and LEAN_MOE_ARCHITECTURES run on the V2 model runner,
     # other MoE models on the V1 runner (vllm/config/vllm.py use_v2_model_runner; every committed log agrees: "Using
     # V2 Model Runner" for Llama, Qwen3-8B/32B, Gemma 3, DeepSeek-V2-Lite, not for Qwen3-30B-A3B, Mixtral, gpt-oss).

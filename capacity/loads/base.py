@@ -2,7 +2,7 @@
 
 A shape is one object (one file under capacity/loads/ each); the validator's half (how a point's requests are sent)
 is one file under validate/loads/. Everything else reads the shape instead of testing its kind: the grammar
-(capacity.load), the closed forms (capacity.estimate.run_load), the step simulator's traffic (capacity.simulate),
+(capacity.load), the closed forms (capacity.estimate.run_load), the step simulator's traffic (capacity.loadmodel.simulate),
 the ideal bound, the accuracy card's regimes, the calibration's noise per load and the validator's request counts
 and timeouts. This module imports no model code: machines that only run `validate` read it too.
 """
@@ -17,7 +17,7 @@ import numpy as np
 from capacity.errors import WorkloadError
 
 if TYPE_CHECKING:  # the model's half, imported where a shape prices a load
-    from capacity.workload import LoadContext, LoadResult
+    from capacity.loadmodel.workload import LoadContext, LoadResult
 
 USAGE = "use sync, concurrency:C, burst:N or rate:R"
 MAX_COUNT = 10**7  # clients or requests in one point

@@ -24,7 +24,7 @@ class Burst(LoadShape):
         return int(value)
 
     def closed_form(self, ctx, isl, osl, value, num_requests):
-        from capacity.workload import burst
+        from capacity.loadmodel.workload import burst
 
         return burst(*ctx.args(isl, osl), value, ctx.slots, ctx.ideal, ctx.extras, ctx.mixed)
 

@@ -22,7 +22,7 @@ class Concurrency(LoadShape):
         return num_requests or max(20 * int(value), 200)
 
     def closed_form(self, ctx, isl, osl, value, num_requests):
-        from capacity.workload import closed_loop
+        from capacity.loadmodel.workload import closed_loop
 
         return closed_loop(*ctx.args(isl, osl), value, ctx.slots, ctx.ideal, ctx.extras, ctx.mixed, num_requests)
 

@@ -28,7 +28,7 @@ class Rate(LoadShape):
         return num_requests or int(min(max(value * 120.0, 200), 20_000))
 
     def closed_form(self, ctx, isl, osl, value, num_requests):
-        from capacity.workload import open_loop
+        from capacity.loadmodel.workload import open_loop
 
         return open_loop(*ctx.args(isl, osl), value, ctx.slots, ctx.ideal, ctx.extras, num_requests, mixed=ctx.mixed)
 

@@ -19,7 +19,7 @@ class Sync(LoadShape):
         return 1
 
     def closed_form(self, ctx, isl, osl, value, num_requests):
-        from capacity.workload import closed_loop
+        from capacity.loadmodel.workload import closed_loop
 
         return closed_loop(*ctx.args(isl, osl), 1, ctx.slots, ctx.ideal, ctx.extras, ctx.mixed)
 

@@ -26,7 +26,7 @@ def build(raw_dir: Path = RAW_DIR) -> tuple[list[Row], dict[str, int]]:
     ids = [r.row_id for r in rows]
     if len(set(ids)) != len(ids):
         raise ValueError("duplicate row ids")
-    from capacity.architecture import catalog_ids
+    from capacity.model.architecture import catalog_ids
     from capacity.hardware import gpu_catalog
     models, gpus = {m.lower() for m in catalog_ids()}, set(gpu_catalog())
     bad = sorted({f"{r.row_id}: {r.model} on {r.gpu}" for r in rows if r.model.lower() not in models or r.gpu not in gpus})

@@ -339,7 +339,7 @@ def build(raw: Path = RAW) -> list[DisaggRow]:
                     and p.name != "README.md")
     if unread:
         raise ValueError(f"raw files no importer read: {unread}")
-    from capacity.architecture import catalog_ids
+    from capacity.model.architecture import catalog_ids
     from capacity.hardware import gpu_catalog
     models, gpus = {m.lower() for m in catalog_ids()}, set(gpu_catalog())
     bad = sorted({f"{r.row_id}: {r.model} on {r.gpu}" for r in rows if r.model.lower() not in models or r.gpu not in gpus})

@@ -16,11 +16,11 @@ Mapping choices (each returned as a flag, counted in docs/public-corpus.md):
 
 from __future__ import annotations
 
-from capacity.architecture import load_model
+from capacity.model.architecture import load_model
 from capacity.engines.trtllm import bench_limits
 from capacity.hardware import load_gpu
-from capacity.params import count_params
-from capacity.precision import kv_bytes_per_element
+from capacity.model.params import count_params
+from capacity.model.precision import kv_bytes_per_element
 from validate.public.schema import Row
 
 MODELLED_ENGINES = ("vllm", "sglang", "trtllm")

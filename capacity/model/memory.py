@@ -22,9 +22,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from capacity.architecture import ModelArch
+from capacity.model.architecture import ModelArch
 from capacity.engines.base import EngineProfile
-from capacity.kv import kv_bytes_per_token_per_layer
+from capacity.model.kv import kv_bytes_per_token_per_layer
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from capacity.config_schema import (CONFIG_FILE_MAX_BYTES, QuantizationConfig, TextConfig, VisionConfig, read_text,
+from capacity.model.config_schema import (CONFIG_FILE_MAX_BYTES, QuantizationConfig, TextConfig, VisionConfig, read_text,
                                      read_top)
 from capacity.errors import ConfigError, UnknownModelError, closest, flatten_validation_error, one_line
 
@@ -146,7 +146,7 @@ MODEL_TYPE_DEFAULTS: dict[str, dict[str, Any]] = {
 
 
 def parse_config(cfg: Any, name: str = "custom", source: str | None = None) -> ModelArch:
-    """Turn a config.json dict into a ModelArch. Every field read is checked first (capacity.config_schema);
+    """Turn a config.json dict into a ModelArch. Every field read is checked first (capacity.model.config_schema);
     raises ConfigError on one line, naming `source` (the file; default: `name`) and the field."""
     src = source or name
     top = read_top(cfg, src)

@@ -1,6 +1,6 @@
 """One step's time for scalar inputs, fast: what the step simulator calls once per engine step.
 
-`step_parts` (capacity/steptime.py) is the model of a step and broadcasts over arrays; a call costs
+`step_parts` (capacity/model/steptime.py) is the model of a step and broadcasts over arrays; a call costs
 ~100 µs whatever the size, which is fine for closed forms over grids and far too slow for a loop
 over 10⁵ steps. `Stepper` folds the constants of one (model, GPU, precision, parallelism, calibration)
 into per-token coefficients once, so that one step costs a few float operations. The expressions are
@@ -16,9 +16,9 @@ from functools import cached_property
 import numpy as np
 
 from capacity.calibration import Efficiency
-from capacity.formulas import compiled
-from capacity.kv import attended_tokens_decode
-from capacity.steptime import StepCosts
+from capacity.model.formulas import compiled
+from capacity.model.kv import attended_tokens_decode
+from capacity.model.steptime import StepCosts
 
 
 @dataclass(frozen=True)

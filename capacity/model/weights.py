@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from capacity.architecture import ModelArch
-from capacity.params import ParamCounts, count_params
-from capacity.precision import BYTES_PER_WEIGHT, HIGH_PRECISION_BYTES
+from capacity.model.architecture import ModelArch
+from capacity.model.params import ParamCounts, count_params
+from capacity.model.precision import BYTES_PER_WEIGHT, HIGH_PRECISION_BYTES
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from capacity.architecture import ModelArch
+from capacity.model.architecture import ModelArch
 
 
 @dataclass(frozen=True)

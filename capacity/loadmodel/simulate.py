@@ -43,9 +43,9 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from capacity.calibration import Efficiency
 from capacity.errors import WorkloadError
 from capacity.loads import SHAPES, shape
-from capacity.memory import blocks_per_sequence
+from capacity.model.memory import blocks_per_sequence
 from capacity.plan import Plan
-from capacity.stepper import Stepper
+from capacity.model.stepper import Stepper
 
 MAX_SIM_REQUESTS = 1_000_000
 # Steps in a row that preempt and sample no token before the run is called stuck. Without mixed prefill a prompt can

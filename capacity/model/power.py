@@ -7,7 +7,7 @@ busy its memory system and its tensor cores are. Over a steady load, per GPU of 
 
 where M and C are the seconds one request keeps HBM and the tensor cores busy at their peaks (its bytes ÷ bandwidth
 and its FLOPs ÷ peak, summed over its prefill and its share of each decode step at the running batch: the roofline
-times of capacity/steptime.step_parts, ideal efficiencies), so R × M and R × C are the shares of each second the
+times of capacity/model/steptime.step_parts, ideal efficiencies), so R × M and R × C are the shares of each second the
 memory and the math units would be saturated. Three shares of TDP (`idle`, `memory`, `compute`) are fitted on NVML
 power of committed points (capacity/calibrations/power.json, written by scripts/power_report.py, which says what
 was fitted and what was held out); on other GPUs they are carried as shares of that GPU's TDP: an extrapolation.
@@ -23,9 +23,9 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from capacity.calibration import IDEAL
-from capacity.kv import attended_tokens_prefill
+from capacity.model.kv import attended_tokens_prefill
 from capacity.plan import Plan
-from capacity.steptime import StepParts, step_parts
+from capacity.model.steptime import StepParts, step_parts
 
 POWER_FILE = "power.json"
 

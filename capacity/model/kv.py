@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from capacity.architecture import ModelArch
-from capacity.formulas import compiled
+from capacity.model.architecture import ModelArch
+from capacity.model.formulas import compiled
 
 
 def kv_bytes_per_token_per_layer(m: ModelArch, kv_bytes: float, tp: int = 1) -> float:

@@ -32,13 +32,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from capacity.architecture import ModelArch
+from capacity.model.architecture import ModelArch
 from capacity.calibration import Efficiency
-from capacity.formulas import compiled
+from capacity.model.formulas import compiled
 from capacity.hardware import Gpu
-from capacity.kv import attended_tokens_decode, kv_bytes_per_token_per_layer
-from capacity.params import count_params, mlp_params
-from capacity.weights import WeightBytes
+from capacity.model.kv import attended_tokens_decode, kv_bytes_per_token_per_layer
+from capacity.model.params import count_params, mlp_params
+from capacity.model.weights import WeightBytes
 
 
 @dataclass(frozen=True)

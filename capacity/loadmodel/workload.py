@@ -29,9 +29,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from capacity.calibration import Efficiency
-from capacity.formulas import compiled
-from capacity.kv import attended_tokens_prefill
-from capacity.steptime import StepCosts, step_time_s
+from capacity.model.formulas import compiled
+from capacity.model.kv import attended_tokens_prefill
+from capacity.model.steptime import StepCosts, step_time_s
 
 
 @dataclass(frozen=True)

@@ -8,8 +8,8 @@ import numpy as np
 
 from capacity.calibration import IDEAL
 from capacity.loads import shape
-from capacity.stepper import Stepper
-from capacity.steptime import StepCosts, step_parts
+from capacity.model.stepper import Stepper
+from capacity.model.steptime import StepCosts, step_parts
 
 
 def bound_of_step(c: StepCosts, decode_seqs, decode_context, prefill_tokens, prefill_keys) -> Literal["compute", "memory"]:
