@@ -353,10 +353,12 @@ def test_estimate_method_simulate_says_its_regime():
 # capacity) they must agree with the simulator: on a seeded random grid, the median and 90th percentile of
 # |closed ÷ simulated − 1| per metric (TTFT, ITL, req/s) stay within these. Measured over 90 scenarios of Llama-3.1-8B,
 # Qwen3-30B-A3B and Gemma 3 27B: medians 0.2–7 %, p90 up to 27 % (rate TTFT: M/D/1 queueing against the simulated
-# Poisson-free queue), worst 40 % (Gemma bursts: sliding-window blocks freed as the window slides).
+# Poisson-free queue), worst 40 % (Gemma bursts: sliding-window blocks freed as the window slides). Rate ITL's p90
+# was within 10 % until prefill attention was refitted from 0.75 to 0.61 of peak (sitting 11): dearer prefill chunks
+# widen the gap between the closed forms' average mixed step and the simulated steps, to 11 %.
 AGREEMENT = {"concurrency": ((0.03, 0.03, 0.03), (0.15, 0.10, 0.08)),
              "burst": ((0.05, 0.05, 0.05), (0.30, 0.25, 0.20)),
-             "rate": ((0.10, 0.03, 0.03), (0.35, 0.10, 0.12))}
+             "rate": ((0.10, 0.03, 0.03), (0.35, 0.12, 0.12))}
 
 
 @pytest.mark.parametrize("kind", sorted(AGREEMENT))
