@@ -55,6 +55,11 @@ def load_curve(scenario_json: str) -> pd.DataFrame:
 
 
 @st.cache_data(show_spinner=False, max_entries=512)
+def simulated_curve(scenario_json: str) -> pd.DataFrame:
+    return compute.simulated_curve(_s(scenario_json))
+
+
+@st.cache_data(show_spinner=False, max_entries=512)
 def roofline(scenario_json: str, running: float | None):
     return compute.roofline(_s(scenario_json), running)
 

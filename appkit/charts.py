@@ -105,7 +105,13 @@ def _latency(title: str) -> alt.LayerChart:
         x=x, y=y, tooltip=[alt.Tooltip("load:N", title="measured load"), alt.Tooltip("source:N"),
                            alt.Tooltip("ms:Q", title=f"measured median {title}", format=",.1f"),
                            alt.Tooltip("output_tokens_per_s:Q", title="measured output tok/s", format=",.0f")])
-    return alt.layer(line, dots, rule_line, rule_text, measured).properties(height=300)
+    sim = alt.Chart(_data("simulated"))
+    sim_line = sim.mark_line(color="#1f77b4", strokeDash=[3, 3]).encode(x=x, y=y, order="concurrency:Q")
+    sim_dots = sim.mark_square(size=60, color="#1f77b4", filled=False).encode(
+        x=x, y=y, tooltip=[alt.Tooltip("concurrency:Q", title="concurrent users (simulated)", format=",.0f"),
+                           alt.Tooltip("ms:Q", title=f"simulated {title}", format=",.1f"),
+                           alt.Tooltip("output_tokens_per_s:Q", title="output tok/s", format=",.0f")])
+    return alt.layer(line, dots, sim_line, sim_dots, rule_line, rule_text, measured).properties(height=300)
 
 
 def _cost(title: str) -> alt.LayerChart:
@@ -190,9 +196,10 @@ def _status(curve: pd.DataFrame, ttft_slo_s: float, itl_slo_s: float) -> np.ndar
 
 
 def latency(curve: pd.DataFrame, metric: str, slo_s: float, ttft_slo_s: float, itl_slo_s: float,
-            measured: pd.DataFrame | None = None) -> dict:
-    """Output tokens/s (x) vs TTFT or ITL (y) over the concurrency sweep, with the objective line and, when
-    given, measured points (black diamonds; median latency)."""
+            measured: pd.DataFrame | None = None, simulated: pd.DataFrame | None = None) -> dict:
+    """Output tokens/s (x) vs TTFT or ITL (y) over the concurrency sweep (closed forms), with the objective line
+    and, when given, the step simulator's points (blue squares) and measured points (black diamonds; median
+    latency)."""
     title = {"ttft_s": "TTFT (ms)", "itl_s": "ITL (ms)"}[metric]
     d = curve[["concurrency", "output_tokens_per_s", "requests_per_s"]].assign(
         ms=curve[metric] * 1e3, status=_status(curve, ttft_slo_s, itl_slo_s))
@@ -202,7 +209,11 @@ def latency(curve: pd.DataFrame, metric: str, slo_s: float, ttft_slo_s: float, i
                           "load": measured["load"].astype(str), "source": measured["source"].astype(str)}).dropna()
     else:
         m = pd.DataFrame({"output_tokens_per_s": [], "ms": [], "load": [], "source": []})
-    return spec("latency", {"curve": d, "objective": rule, "measured": m}, title=title)
+    if simulated is not None and not simulated.empty:
+        sim = simulated[["concurrency", "output_tokens_per_s"]].assign(ms=simulated[metric] * 1e3)
+    else:
+        sim = pd.DataFrame({"concurrency": [], "output_tokens_per_s": [], "ms": []})
+    return spec("latency", {"curve": d, "objective": rule, "measured": m, "simulated": sim}, title=title)
 
 
 def cost(curve: pd.DataFrame, ttft_slo_s: float, itl_slo_s: float, price_known: bool) -> dict:

@@ -171,6 +171,10 @@ def render(df: pd.DataFrame) -> str:
         "",
         "## Every committed point",
         "",
+        "Except the points `data/measurements/h200/vllm-0.26.0/excluded.json` lists with their reason (kernels compiling",
+        "while the point was timed; decode faster than its roofline under random dummy routing): `validate compare`",
+        "leaves them out, as in accuracy.md.",
+        "",
         *summary_table(df),
         "",
         f"Simulator time per point: median {df['simulate_s'].median() * 1e3:.0f} ms, worst {df['simulate_s'].max():.2f} s"

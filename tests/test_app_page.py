@@ -294,3 +294,22 @@ def test_every_engine_object_is_a_sidebar_choice(empty_corpus, label):
     assert not at.exception and not at.error
     open_tab(at, "Launch")
     assert not at.exception and not at.error
+
+
+def test_simulator_points_on_the_load_curve_are_the_estimates(empty_corpus):
+    """The Charts tab's blue squares are `capacity estimate` for those closed loops (one path: the estimate's
+    simulator), and the toggle that adds them works; they are off by default so the curve stays instant."""
+    from appkit import compute
+
+    s = Scenario(model="meta-llama/Llama-3.1-8B", isl=1024, osl=128)
+    sim = compute.simulated_curve(s)
+    assert len(sim) >= 3
+    for _, row in sim.iterrows():
+        e = estimate(s.model_copy(update={"load": f"concurrency:{int(row['concurrency'])}"}))
+        assert e.method == "simulate"
+        assert row["ttft_s"] == pytest.approx(e.ttft_s, rel=1e-9) and row["itl_s"] == pytest.approx(e.itl_s, rel=1e-9)
+    at = run_app()
+    assert "Blue squares" not in page_text(at)
+    at.toggle(key="simulate_curve").set_value(True)
+    rerun(at)
+    assert "Blue squares: the step simulator at" in page_text(at)

@@ -25,21 +25,28 @@ def charts_tab(s: Scenario, h: Headline, ttft_slo: float, itl_slo: float, target
         curve = curve.assign(usd_per_million_output_tokens=float("nan"), usd_per_million_total_tokens=float("nan"))
     st.subheader("Latency vs throughput as load grows",
                  help="closed-loop concurrency sweep: C users, each sending its next request when the last one "
-                      "ends, priced by the closed forms (lockstep waves) so the curve draws at once; `capacity "
-                      "estimate` steps the simulator for one closed loop, where clients drift apart and TTFT is lower")
+                      "ends. Dots: the closed forms (lockstep waves), at once for 40 concurrencies. Blue squares: the "
+                      "step simulator at a few of them, as `capacity estimate` prices a closed loop (clients drift "
+                      "apart, so TTFT is lower than the waves')")
+    simulate = st.toggle("Step simulator at a few loads", value=False, key="simulate_curve",
+                         help="adds the simulator's answer (blue squares) at up to 6 concurrencies: a second or so "
+                              "per configuration, so it is off by default")
+    simulated = cached.simulated_curve(sj) if simulate else None
     _, meas, _, _ = measured_points(s)
     reps = s.num_gpus // s.tp
     if not meas.empty and reps > 1:
         meas = meas.assign(output_tokens_per_s=meas["output_tokens_per_s"] * reps)
     c1, c2 = st.columns(2)
-    c1.vega_lite_chart(spec=charts.latency(curve, "ttft_s", ttft_slo, ttft_slo, itl_slo, meas), width="stretch")
-    c2.vega_lite_chart(spec=charts.latency(curve, "itl_s", itl_slo, ttft_slo, itl_slo, meas), width="stretch")
+    c1.vega_lite_chart(spec=charts.latency(curve, "ttft_s", ttft_slo, ttft_slo, itl_slo, meas, simulated), width="stretch")
+    c2.vega_lite_chart(spec=charts.latency(curve, "itl_s", itl_slo, ttft_slo, itl_slo, meas, simulated), width="stretch")
     note = ""
     if not meas.empty:
         note = (f" Black diamonds: {len(meas)} measured points for this configuration ({measured.STATISTIC} latency"
                 + (f"; throughput of one replica × {reps}" if reps > 1 else "") + "), see *Measured vs predicted*.")
     st.caption("Each dot is a number of concurrent users (hover for it). Green: both objectives met. Red: more users "
-               "than the KV cache holds, so requests wait in the queue." + note)
+               "than the KV cache holds, so requests wait in the queue."
+               + (f" Blue squares: the step simulator at {len(simulated)} of those loads (what `capacity estimate` "
+                  "gives for a closed loop)." if simulated is not None else "") + note)
     c1, c2 = st.columns(2)
     running = None
     if h.requests_per_s:
