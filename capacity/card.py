@@ -10,7 +10,8 @@ Domains, strongest claim first:
 - extrapolated: outside that box but inside what the public corpus scored (another GPU, an engine with no
   measurement here, a larger model, TP beyond the measured, MLA, FP4 on Blackwell, ...);
 - unsupported-feature: a feature no committed measurement checked, here or in the public corpus (speculative
-  decoding, prefix caching, FP4 where no corpus row ran it, context longer than any measured, ...).
+  decoding beyond the measured acceptance and draft counts, prefix hits above the highest measured rate, FP4 where
+  no corpus row ran it, context longer than any measured, ...).
 
 A slice is engine × GPU class × model class × load regime. Its error comes from the held-out H200 measurements for
 measured-here answers and from the public corpus for the others; a slice with fewer than `min_points` points per
@@ -181,10 +182,19 @@ def classify(s: "Scenario", e: "Estimate", mclass: str, reg: str, data: dict) ->
     knobs = knobs_set(s, engine, e.gpu)
     pub = data["public_coverage"]
     unsupported: list[str] = []
+    measured = data["measured_coverage"].values()
     if s.spec_draft_tokens > 0 or s.spec_acceptance > 0:
-        unsupported.append("speculative decoding: no committed measurement (here or public) ran it")
-    if s.prefix_hit_rate > 0:
-        unsupported.append("prefix caching: no committed measurement ran with prefix hits")
+        ran = [c for c in measured if s.spec_draft_tokens in c.get("spec_draft_tokens", [])
+               and c["spec_acceptance"][0] - 0.05 <= s.spec_acceptance <= c["spec_acceptance"][1] + 0.05]
+        if not ran:
+            seen = "; ".join(f"{c['engine_version']}: {', '.join(map(str, c['spec_draft_tokens']))} drafts at acceptance "
+                             f"{c['spec_acceptance'][0]:.2f}–{c['spec_acceptance'][1]:.2f}"
+                             for c in measured if c.get("spec_draft_tokens"))
+            unsupported.append("speculative decoding at this acceptance and draft count: no committed measurement ran it"
+                               + (f" (measured: {seen})" if seen else ""))
+    top_hit = max([c.get("max_prefix_hit_rate", 0.0) for c in measured] + [0.0])
+    if s.prefix_hit_rate > top_hit + 0.01:
+        unsupported.append(f"prefix caching at a {s.prefix_hit_rate:.0%} hit rate: the highest measured is {top_hit:.0%}")
     if s.think_time_s > 0:
         unsupported.append("think time between requests: never measured")
     if s.arrivals not in pub["arrivals"] and all(s.arrivals not in c["arrivals"] for c in data["measured_coverage"].values()):

@@ -135,7 +135,8 @@ def measured_coverage(runs: dict) -> dict:
                                       "max_total_params": {}, "max_active_params": {}, "tp": set(),
                                       "expert_parallel": set(), "max_num_gpus": 0, "max_isl": 0, "max_osl": 0,
                                       "max_context": 0, "regimes": set(), "arrivals": set(), "length_dists": set(),
-                                      "knobs": {}})
+                                      "knobs": {}, "max_prefix_hit_rate": 0.0, "spec_draft_tokens": set(),
+                                      "spec_acceptance": []})
         mclass = model_class(load_model(e.model))
         c["gpus"].add(e.gpu)
         c["weight_formats"].add(e.weight_format)
@@ -158,6 +159,12 @@ def measured_coverage(runs: dict) -> dict:
             c["max_context"] = max(c["max_context"], isl + osl)
             load = parse_load(p.load)
             c["regimes"].add(regime(load.kind, load.value))
+            s = point_scenario(run, p)  # the hit rate and draft acceptance the engine's counters read
+            c["max_prefix_hit_rate"] = round(max(c["max_prefix_hit_rate"], s.prefix_hit_rate), 3)
+            if s.spec_draft_tokens and s.spec_acceptance:
+                c["spec_draft_tokens"].add(s.spec_draft_tokens)
+                lo, hi = (c["spec_acceptance"] or [s.spec_acceptance, s.spec_acceptance])
+                c["spec_acceptance"] = [round(min(lo, s.spec_acceptance), 3), round(max(hi, s.spec_acceptance), 3)]
     return {eng: {k: (sorted(v) if isinstance(v, set) else {kk: sorted(vv) if isinstance(vv, set) else vv
                                                             for kk, vv in sorted(v.items())} if isinstance(v, dict) else v)
                   for k, v in c.items()} for eng, c in sorted(cov.items())}
@@ -370,13 +377,14 @@ def render_doc(card: dict) -> str:
          "the measured, MLA, other lengths) but inside what the public corpus scored. The errors come from the "
          "public corpus's scored rows of the slice.",
          "- **unsupported-feature**: a knob whose effect no committed measurement checked, here or in public "
-         "(speculative decoding, prefix caching, think time, FP4 on a GPU class where no row ran it, context beyond "
+         "(speculative decoding at an acceptance or draft count never measured, prefix hits above the highest "
+         "measured rate, think time, FP4 on a GPU class where no row ran it, context beyond "
          f"the longest measured ({max([card['public_coverage']['max_context']] + [c['max_context'] for c in mc.values()]):,} "
          "tokens), a scheduler knob never varied). The card shows the slice's errors without the feature and says "
          "its effect is not in them.", "",
          "What the measurements here cover, per engine:", "",
-         "| engine | version | GPUs | weights | KV | model classes | largest model (total / active) | TP | EP | lengths up to | regimes | arrivals | knobs set |",
-         "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+         "| engine | version | GPUs | weights | KV | model classes | largest model (total / active) | TP | EP | lengths up to | regimes | arrivals | knobs set | prefix hits up to | speculative drafts |",
+         "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for eng, c in mc.items():
         size = ", ".join(f"{k} {c['max_total_params'][k] / 1e9:.1f} B / {c['max_active_params'][k] / 1e9:.1f} B"
                          for k in c["max_total_params"])
@@ -385,7 +393,9 @@ def render_doc(card: dict) -> str:
                  f"{', '.join(c['kv_precisions'])} | {', '.join(c['model_classes'])} | {size} | "
                  f"{', '.join(map(str, c['tp']))} | {'yes' if True in c['expert_parallel'] else 'no'} | "
                  f"{c['max_isl']:,} in, {c['max_osl']:,} out, {c['max_context']:,} in all | {', '.join(c['regimes'])} | "
-                 f"{', '.join(c['arrivals'])} | {knobs} |")
+                 f"{', '.join(c['arrivals'])} | {knobs} | {c['max_prefix_hit_rate']:.0%} | "
+                 + (f"{'/'.join(map(str, c['spec_draft_tokens']))} at acceptance {c['spec_acceptance'][0]:.2f}–"
+                    f"{c['spec_acceptance'][1]:.2f} |" if c["spec_draft_tokens"] else "none |"))
     pcv, ps = card["public_coverage"], card["public_scoring"]
     L += ["", f"The public corpus: {ps['scored']} of {ps['rows']} rows scored ({ps['refused']} refused by the model); "
           f"model classes {', '.join(pcv['model_classes'])}; GPU class / weight format pairs "
