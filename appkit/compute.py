@@ -14,8 +14,7 @@ from capacity.errors import CapacityError
 from capacity.model.formulas import compiled
 from capacity.hardware import load_gpu
 from capacity.model.kv import attended_tokens_prefill
-from capacity.estimate import SIMULATED_REQUESTS_MAX, calibration_for, plan_for, run_load, simulated_load
-from capacity.loads import shape
+from capacity.estimate import calibration_for, plan_for, run_load, simulated_load, simulation_reasons
 from capacity.sizing import max_rate_within_slo, size
 from capacity.model.steptime import step_parts
 
@@ -174,22 +173,23 @@ def simulated_curve(s: Scenario, points: int = SIMULATED_CURVE_POINTS) -> pd.Dat
     for C > 1): a few concurrencies from 2 to 2× what the KV cache holds, each simulated as an endless loop's steady
     state, where clients drift out of the lockstep waves the closed forms price. Concurrencies whose simulation
     would exceed the simulator's request limit are left out (the estimate leaves them to the closed forms too)."""
-    if s.ideal or (s.spec_draft_tokens and s.spec_acceptance):  # a bound, or drafts the simulator does not model
-        return pd.DataFrame(columns=["concurrency", "requests_per_s", "output_tokens_per_s", "ttft_s", "itl_s"])
+    columns = ["concurrency", "requests_per_s", "output_tokens_per_s", "ttft_s", "itl_s"]
+    if s.ideal:  # a bound: nothing to simulate
+        return pd.DataFrame(columns=columns)
     plan = plan_for(s)
     cal = calibration_for(s, plan)
     cap = max(int(plan.max_concurrent(s.isl + s.osl)), 1)
     users = np.unique(np.round(np.geomspace(2, max(2 * cap, 3), points)))
-    concurrency = shape("concurrency")
+    endless = s.model_copy(update={"num_requests": None, "method": "auto"})
     rows = []
     for u in users:
-        if concurrency.simulated_requests(u, None) > SIMULATED_REQUESTS_MAX:
+        if not simulation_reasons(endless, "concurrency", float(u)):  # the estimate keeps these closed-form
             continue
         r, _ = simulated_load(plan, cal, s, "concurrency", float(u))
         rows.append({"concurrency": u * plan.replicas, "requests_per_s": float(r.requests_per_s) * plan.replicas,
                      "output_tokens_per_s": float(r.output_tokens_per_s) * plan.replicas,
                      "ttft_s": float(r.ttft_s), "itl_s": float(r.itl_s)})
-    return pd.DataFrame(rows, columns=["concurrency", "requests_per_s", "output_tokens_per_s", "ttft_s", "itl_s"])
+    return pd.DataFrame(rows, columns=columns)
 
 
 def roofline(s: Scenario, running: float | None) -> tuple[pd.DataFrame, pd.DataFrame, dict]:

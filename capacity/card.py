@@ -182,7 +182,7 @@ def classify(s: "Scenario", e: "Estimate", mclass: str, reg: str, data: dict) ->
     knobs = knobs_set(s, engine, e.gpu)
     pub = data["public_coverage"]
     unsupported: list[str] = []
-    measured = data["measured_coverage"].values()
+    measured = list(data["measured_coverage"].values())
     if s.spec_draft_tokens > 0 or s.spec_acceptance > 0:
         ran = [c for c in measured if s.spec_draft_tokens in c.get("spec_draft_tokens", [])
                and c["spec_acceptance"][0] - 0.05 <= s.spec_acceptance <= c["spec_acceptance"][1] + 0.05]
@@ -197,19 +197,19 @@ def classify(s: "Scenario", e: "Estimate", mclass: str, reg: str, data: dict) ->
         unsupported.append(f"prefix caching at a {s.prefix_hit_rate:.0%} hit rate: the highest measured is {top_hit:.0%}")
     if s.think_time_s > 0:
         unsupported.append("think time between requests: never measured")
-    if s.arrivals not in pub["arrivals"] and all(s.arrivals not in c["arrivals"] for c in data["measured_coverage"].values()):
+    if s.arrivals not in pub["arrivals"] and all(s.arrivals not in c["arrivals"] for c in measured):
         unsupported.append(f"{s.arrivals} arrivals: never measured")
     fmt = e.weight_format
     if fmt in FP4_FORMATS and f"{gclass}/{fmt}" not in pub["gpu_class_formats"]:
         unsupported.append(f"{fmt} weights on {gclass}: no committed measurement ran them")
-    if mclass not in pub["model_classes"] and all(mclass not in c["model_classes"] for c in data["measured_coverage"].values()):
+    if mclass not in pub["model_classes"] and all(mclass not in c["model_classes"] for c in measured):
         unsupported.append(f"{mclass} models: never measured")
     ctx = s.isl + s.osl
-    longest = max([pub["max_context"]] + [c["max_context"] for c in data["measured_coverage"].values()])
+    longest = max([pub["max_context"]] + [c["max_context"] for c in measured])
     if ctx > longest:
         unsupported.append(f"context of {ctx:,} tokens: the longest measured (here or public) is {longest:,}")
     for knob in knobs:
-        if knob not in pub["knobs"] and all(knob not in c["knobs"] for c in data["measured_coverage"].values()):
+        if knob not in pub["knobs"] and all(knob not in c["knobs"] for c in measured):
             unsupported.append(f"{knob} set: no committed measurement varied it")
 
     reasons: list[str] = []

@@ -19,7 +19,7 @@ from capacity.plan import Plan, make_plan
 from capacity.model.power import mean_power_w, request_busy_s, shipped_power
 from capacity.model.steptime import step_parts
 from capacity.loads import shape
-from capacity.loadmodel.workload import Extras, LoadContext, LoadResult, Slots
+from capacity.loadmodel.workload import Extras, LoadContext, LoadResult, Slots, spec_tokens_per_step
 from capacity.cost import energy_fields, usd_per_million_tokens
 from capacity.model.bounds import bound_of_step, decode_compute_bound_batch, ideal_bounds
 from capacity.errors import WorkloadError
@@ -235,12 +235,7 @@ def closed_form_gaps(s: Scenario, load_kind: str) -> list[str]:
 SIMULATED_REQUESTS_MAX = 20_000  # beyond this a closed loop is left to the closed forms: the answer must come at once
 
 
-def _spec_tokens(s: Scenario) -> float:
-    """Tokens each sequence gains per speculative verification step at the scenario's acceptance."""
-    return float(compiled("spec_tokens_per_step")(min(s.spec_acceptance, 0.999), s.spec_draft_tokens))
-
-
-def simulation_reasons(s: Scenario, load_kind: str, value: float, plan: Plan | None = None) -> list[str]:
+def simulation_reasons(s: Scenario, load_kind: str, value: float) -> list[str]:
     """Why `--method auto` steps the simulator: what the closed forms cannot express, and closed loops of several
     clients, which the closed forms price as lockstep waves while real clients drift apart as soon as a wave's
     prompts are admitted over more than one step (docs/load-model.md: the simulator is the better model of the
@@ -251,16 +246,16 @@ def simulation_reasons(s: Scenario, load_kind: str, value: float, plan: Plan | N
     if s.spec_draft_tokens and s.spec_acceptance:
         return []
     reasons = closed_form_gaps(s, load_kind)
-    if shape(load_kind).drifts(value):
-        if shape(load_kind).simulated_requests(value, s.num_requests) <= SIMULATED_REQUESTS_MAX:
-            reasons.append("drift of a closed loop's clients out of lockstep")
+    load = shape(load_kind)
+    if load.drifts(value) and load.simulated_requests(value, s.num_requests) <= SIMULATED_REQUESTS_MAX:
+        reasons.append("drift of a closed loop's clients out of lockstep")
     return reasons
 
 
-def resolved_method(s: Scenario, load_kind: str, value: float = 1.0, plan: Plan | None = None) -> str:
+def resolved_method(s: Scenario, load_kind: str, value: float = 1.0) -> str:
     if s.method != "auto":
         return s.method
-    return "simulate" if simulation_reasons(s, load_kind, value, plan) else "closed-form"
+    return "simulate" if simulation_reasons(s, load_kind, value) else "closed-form"
 
 
 def estimate(s: Scenario) -> Estimate:
@@ -281,10 +276,11 @@ def predicted_load(plan: Plan, cal: Calibration, s: Scenario) -> tuple[LoadResul
     """The load model's answer for one replica (the bound with --ideal), the method used and the regime it
     describes: what `predict` builds its Estimate from, and all a calibration fit needs."""
     load = parse_load(s.load)
-    method = resolved_method(s, load.kind, load.value, plan)
+    method = resolved_method(s, load.kind, load.value)
     if s.ideal:
-        spec = (s.spec_draft_tokens, float(_spec_tokens(s))) if s.spec_draft_tokens and s.spec_acceptance else (0, 1.0)
-        b = ideal_bounds(plan, s.isl, s.osl, load.kind, load.value, s.prefix_hit_rate, spec[1], spec[0])
+        tau = spec_tokens_per_step(s.spec_acceptance, s.spec_draft_tokens)
+        b = ideal_bounds(plan, s.isl, s.osl, load.kind, load.value, s.prefix_hit_rate, tau,
+                         s.spec_draft_tokens if tau > 1 else 0)
         r = LoadResult(*(np.asarray(b[k]) for k in ("ttft_s", "itl_s", "e2e_latency_s", "requests_per_s",
                                                       "output_tokens_per_s", "total_tokens_per_s", "running",
                                                       "decode_step_s", "prefill_step_s")), np.asarray(False))
@@ -357,7 +353,7 @@ def predict(plan: Plan, cal: Calibration, s: Scenario) -> Estimate:
         notes.append("the MoE launch floor without CUDA graphs was measured on vLLM, not on SGLang")
     if method == "simulate" and s.method == "auto" and not s.ideal:
         notes.append(f"simulated step by step: the closed forms cannot express the "
-                     f"{' and '.join(simulation_reasons(s, load.kind, load.value, plan))}")
+                     f"{' and '.join(simulation_reasons(s, load.kind, load.value))}")
     elif method == "closed-form" and closed_form_gaps(s, load.kind) and not s.ideal:
         notes.append(f"closed forms asked for explicitly: the {' and '.join(closed_form_gaps(s, load.kind))} is ignored")
     if cal.extrapolated:

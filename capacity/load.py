@@ -64,6 +64,14 @@ def parse_load(text: str) -> Load:
     return Load(kind=s.kind, value=value)
 
 
+def load_of(label: str) -> Load | None:
+    """The load a stored point's label names, or None for a label no load shape reads (an imported run's)."""
+    try:
+        return parse_load(label)
+    except WorkloadError:
+        return None
+
+
 def parse_loads(text: str) -> list[Load]:
     """'sync', or a kind with one or more comma-separated values ('concurrency:1,4,16', 'rate:2,4.5'). Two values
     that share a label (rates equal to 6 significant digits) are refused: points are stored by label."""

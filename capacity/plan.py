@@ -93,7 +93,7 @@ def make_plan(m: ModelArch, gpu: Gpu, precision: str, kv_precision: str, profile
             f"Try more GPUs (tp), a lower precision, fp8 KV cache or shorter sequences")
     # 0 = no CUDA graphs (--enforce-eager): every step is launched op by op
     costs: StepCosts = build_costs(m, w, gpu, cp, kv_b, tp, ep, profile.max_cudagraph_tokens,
-                                   0.0 if profile.async_scheduling else profile.exposed_step_host_s)
+                                   profile.async_scheduling, profile.exposed_step_host_s)
     return Plan(m, gpu, profile, fmt, cp, kv_b, tp, ep, num_gpus // tp, w, mem, costs,
                 count_params(m).total, active_params_per_token(m), kv_bytes_per_token(m, kv_b, 1),
                 tuple(notes))

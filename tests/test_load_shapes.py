@@ -42,9 +42,7 @@ class Staircase(LoadShape):
         return int(value)
 
     def closed_form(self, ctx, isl, osl, value, num_requests):
-        from capacity.loadmodel.workload import open_loop
-
-        return open_loop(*ctx.args(isl, osl), 1 / GAP_S, ctx.slots, ctx.ideal, ctx.extras, int(value), mixed=ctx.mixed)
+        return ctx.open_loop(isl, osl, 1 / GAP_S, int(value))
 
     def throughput_cap(self, value, e2e_s):
         return 1 / GAP_S

@@ -396,4 +396,4 @@ def test_spread_lengths_switch_to_the_simulator():
     assert estimate(Scenario(load="concurrency:64")).method == "simulate"  # a closed loop's clients drift apart
     assert estimate(Scenario(load="concurrency:64", method="closed-form")).method == "closed-form"
     assert estimate(Scenario(load="rate:5")).method == "closed-form"  # evenly spaced arrivals, fixed lengths
-    assert estimate(Scenario(load="concurrency:100000")).method == "closed-form"  # beyond the slots: the queue
+    assert estimate(Scenario(load="concurrency:100000")).method == "closed-form"  # more requests than the simulator runs

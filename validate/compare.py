@@ -19,12 +19,11 @@ from capacity import Scenario
 from capacity.estimate import estimate_with_calibration, plan_for
 from capacity.calibration import IDEAL, Calibration
 from capacity.model.steptime import step_parts
-from capacity.model.formulas import compiled
-from capacity.loadmodel.workload import spec_acceptance_for
+from capacity.loadmodel.workload import spec_acceptance_for, spec_tokens_per_step
 import capacity.engines as capacity_engines
 from capacity.engines import argv_value  # noqa: F401  (kept importable from here)
 from capacity.errors import CapacityError
-from capacity.load import parse_load
+from capacity.load import load_of
 from pydantic import ValidationError
 
 from validate.errors import ResultsError, ValidateError, one_line
@@ -120,20 +119,20 @@ def measured_spec_acceptance(p: PointResult, draft_tokens: int) -> float | None:
     return spec_acceptance_for(1.0 + t.spec_accepted_tokens / t.spec_drafts, draft_tokens)
 
 
-def jit_flags(run_path: Path, load: str) -> list[str]:
-    """Kernels the engine compiled while the point ran, from the campaign's kernel counts (jit.jsonl beside the
-    run folder: the server's own Triton cache counted after every point). A point that compiled was timed while
-    the engine was still warming up; its stalls are not the steady state the model prices."""
+def compiled_while_timed(run_path: Path) -> dict[str, int]:
+    """Kernels the engine compiled while each point ran, by load label, from the campaign's kernel counts (jit.jsonl
+    beside the run folder: the server's own Triton cache counted after every point). A point that compiled was timed
+    while the engine was still warming up; its stalls are not the steady state the model prices."""
     path = run_path.parent / "jit.jsonl"
     if not path.exists():
-        return []
+        return {}
     rows = [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
+    prefix, out = f"{run_path.name}/", {}
     for before, after in zip(rows, rows[1:]):
-        if after.get("after") == f"{run_path.name}/{load}":
-            grown = int(after.get("triton-cache", 0)) - int(before.get("triton-cache", 0))
-            if grown > 0:
-                return [f"{grown} Triton kernels compiled while this point ran (timed during JIT warm-up)"]
-    return []
+        grown = int(after.get("triton-cache", 0)) - int(before.get("triton-cache", 0))
+        if grown > 0 and str(after.get("after", "")).startswith(prefix):
+            out[after["after"].removeprefix(prefix)] = grown
+    return out
 
 
 def _argv_scenario(argv: list[str], engine: str, where: Path) -> dict:
@@ -163,18 +162,11 @@ def excluded_loads(path: Path) -> set[str]:
     return set()
 
 
-def _endless(label: str) -> bool:
-    """A load that runs until its count (closed loops, rates): its prediction takes the point's request count."""
-    try:
-        return parse_load(label).shape.endless
-    except CapacityError:
-        return False
-
-
 def point_scenario(run: MeasuredRun, p: PointResult, **overrides) -> Scenario:
     isl = int(round(p.isl)) if p.isl else int(run.scenario.get("isl", 0))
     osl = int(round(p.osl)) if p.osl else int(run.scenario.get("osl", 0))
-    extra = {"num_requests": p.completed + p.failed} if _endless(p.load) else {}
+    load = load_of(p.load)  # closed loops and rates run until their count: the prediction takes the point's
+    extra = {"num_requests": p.completed + p.failed} if load is not None and load.shape.endless else {}
     fields = {k: v for k, v in run.scenario.items() if k in Scenario.model_fields}
     hit = measured_hit_rate(p)  # what the engine served from its cache, whatever the workload meant
     if hit is not None:
@@ -199,9 +191,7 @@ def roofline_flags(s: Scenario, p: PointResult) -> list[str]:
     plan = plan_for(s.model_copy(update={"ideal": True, "load": "sync", "num_requests": None}))
     step_s = float(step_parts(plan.costs, IDEAL.efficiency, t.mean_running, p.isl + p.osl / 2, 0.0, 0.0,
                               ideal=True).time_s)
-    per_step = 1.0  # tokens each sequence gains per step: more with accepted speculative drafts
-    if s.spec_acceptance and s.spec_draft_tokens:
-        per_step = float(compiled("spec_tokens_per_step")(s.spec_acceptance, s.spec_draft_tokens))
+    per_step = spec_tokens_per_step(s.spec_acceptance, s.spec_draft_tokens)  # more than 1 with accepted drafts
     if p.median_itl_s * per_step >= ROOFLINE_SLACK * step_s:
         return []
     what = "fewer experts read than uniform routing reads" if plan.costs.moe_layers else "less work than the step needs"
@@ -221,9 +211,12 @@ def _telemetry_line(p: PointResult) -> str:
 def compare_run(run: MeasuredRun, calibrations: dict[str, Calibration | None]) -> list[dict]:
     """One row per (point, mode); modes map a name to a calibration (None = the shipped default, 'ideal' = roofline)."""
     rows = []
+    compiled = compiled_while_timed(Path(run.path))
     for p in run.points:
         if p.completed == 0:
             continue
+        jit = ([f"{compiled[p.load]} Triton kernels compiled while this point ran (timed during JIT warm-up)"]
+               if p.load in compiled else [])
         for mode, cal in calibrations.items():
             try:
                 s = point_scenario(run, p, ideal=(mode == "ideal"))
@@ -237,8 +230,7 @@ def compare_run(run: MeasuredRun, calibrations: dict[str, Calibration | None]) -
                    "measured_kv_tokens": run.facts.get("kv_cache_tokens"), "predicted_kv_tokens": e.kv_capacity_tokens,
                    "prefix_hit_rate": s.prefix_hit_rate, "telemetry": _telemetry_line(p),
                    "flags": "; ".join((p.engine_telemetry.flags if p.engine_telemetry else [])
-                                      + (roofline_flags(s, p) if mode != "ideal" else [])
-                                      + jit_flags(Path(run.path), p.load))}
+                                      + (roofline_flags(s, p) if mode != "ideal" else []) + jit)}
             for mk, pk in METRICS.items():
                 meas, pred = getattr(p, mk), getattr(e, pk)
                 row[f"measured_{pk}"] = meas

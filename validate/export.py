@@ -22,8 +22,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from capacity.errors import CapacityError
-from capacity.load import Load, parse_load
+from capacity.load import load_of
 from validate.errors import ResultsError, UsageError
 from validate.importers.benchmark_report import EXPORT_TOOL
 from validate.results import PointResult, ResultsDir, RunMetadata
@@ -106,10 +105,7 @@ def _lengths(workload: dict[str, Any], key: str, measured: float | None) -> dict
 
 
 def _load_standardized(point: PointResult, index: int, metadata: RunMetadata) -> dict[str, Any]:
-    try:
-        load: Load | None = parse_load(point.load)
-    except CapacityError:  # a label no load shape reads (an imported run's): no load fields
-        load = None
+    load = load_of(point.load)  # None: a label no load shape reads (an imported run's): no load fields
     out: dict[str, Any] = {"tool": EXPORT_TOOL, "tool_version": str(getattr(metadata, "validate_version", "unknown")),
                            "source": "random" if getattr(metadata, "source", None) in (None, "validate") else "unknown",
                            "stage": index}

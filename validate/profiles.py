@@ -117,10 +117,9 @@ async def run_point(client: Client, point: LoadPoint, maker: PromptMaker, option
         await on_start()
     client.max_in_flight = 0
     count = point.shape.requests(point.value, options.num_requests)
-    fixed = point.shape.requests(point.value, None) is not None  # the load's value is its count (burst): no duration
     records: list[RequestRecord] = []
     t0 = time.perf_counter()
-    deadline = t0 + options.duration_s if options.duration_s and not fixed else None
+    deadline = t0 + options.duration_s if options.duration_s and not point.shape.counts_itself(point.value) else None
 
     refused = [False]  # the server is gone: stop sending, the runner reports it
 

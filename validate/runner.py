@@ -141,8 +141,8 @@ def run_profile(target: Target, workload: Workload, profile: str, options: LoadO
 
     async def _measure(client: Client, point: LoadPoint) -> PointResult:
         total = point.shape.requests(point.value, options.num_requests)
-        fixed = point.shape.requests(point.value, None) is not None
-        reporter.point_started(point.label, None if options.duration_s and not fixed else total)
+        reporter.point_started(point.label, None if options.duration_s and not point.shape.counts_itself(point.value)
+                               else total)
         timeout_s = target.request_timeout_s or request_timeout_s(point, options, maker.max_total_tokens())
         async with PointSampler(scraper) as sampler:
             with GpuSampler(gpu_reader) if gpu_reader is not None else contextlib.nullcontext() as gpu:

@@ -68,9 +68,17 @@ class LoadContext:
     extras: Extras = Extras()
     mixed: bool = True
 
-    def args(self, isl, osl) -> tuple:
-        """The leading arguments of the closed forms below."""
-        return self.costs, self.efficiency, self.budget_tokens, isl, osl
+    def closed_loop(self, isl, osl, users, num_requests=None) -> LoadResult:
+        return closed_loop(self.costs, self.efficiency, self.budget_tokens, isl, osl, users, self.slots, self.ideal,
+                           self.extras, self.mixed, num_requests)
+
+    def burst(self, isl, osl, num_requests) -> LoadResult:
+        return burst(self.costs, self.efficiency, self.budget_tokens, isl, osl, num_requests, self.slots, self.ideal,
+                     self.extras, self.mixed)
+
+    def open_loop(self, isl, osl, rate, num_requests=None) -> LoadResult:
+        return open_loop(self.costs, self.efficiency, self.budget_tokens, isl, osl, rate, self.slots, self.ideal,
+                         self.extras, num_requests, mixed=self.mixed)
 
 
 @dataclass(frozen=True)
@@ -87,12 +95,18 @@ class LoadResult:
     saturated: np.ndarray
 
 
+def spec_tokens_per_step(acceptance: float, draft_tokens: int) -> float:
+    """Tokens a sequence gains per verification step with k drafts at per-token acceptance a (1 without drafts)."""
+    if draft_tokens <= 0 or acceptance <= 0:
+        return 1.0
+    return float(compiled("spec_tokens_per_step")(min(acceptance, 0.999), draft_tokens))
+
+
 def _spec(extras: Extras) -> tuple[float, float]:
     """(tokens per decode step per sequence, extra query tokens per sequence per step)."""
     if extras.spec_draft_tokens <= 0 or extras.spec_acceptance <= 0:
         return 1.0, 0.0
-    a = min(extras.spec_acceptance, 0.999)
-    return float(compiled("spec_tokens_per_step")(a, extras.spec_draft_tokens)), float(extras.spec_draft_tokens)
+    return spec_tokens_per_step(extras.spec_acceptance, extras.spec_draft_tokens), float(extras.spec_draft_tokens)
 
 
 def spec_acceptance_for(tokens_per_step: float, draft_tokens: int) -> float:
@@ -100,13 +114,12 @@ def spec_acceptance_for(tokens_per_step: float, draft_tokens: int) -> float:
     measured one (1 + accepted / drafts, from the engine's counters); capped below 1."""
     k = int(draft_tokens)
     target = min(max(float(tokens_per_step), 1.0), k + 1.0)
-    f = compiled("spec_tokens_per_step")
     lo, hi = 0.0, 0.999
-    if float(f(hi, k)) <= target:
+    if spec_tokens_per_step(hi, k) <= target:
         return hi
     for _ in range(60):
         mid = (lo + hi) / 2
-        lo, hi = (mid, hi) if float(f(mid, k)) < target else (lo, mid)
+        lo, hi = (mid, hi) if spec_tokens_per_step(mid, k) < target else (lo, mid)
     return lo
 
 

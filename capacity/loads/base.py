@@ -59,6 +59,10 @@ class LoadShape:
         """Requests a measured point sends (None: until its duration ends)."""
         return num_requests
 
+    def counts_itself(self, value: float) -> bool:
+        """True when the load's value is its request count (a burst): a point of it ignores any duration."""
+        return self.requests(value, None) is not None
+
     def in_flight(self, value: float) -> float | None:
         """Requests in flight at once, when the shape fixes it (None: the arrivals decide)."""
         return None

@@ -24,9 +24,7 @@ class Burst(LoadShape):
         return int(value)
 
     def closed_form(self, ctx, isl, osl, value, num_requests):
-        from capacity.loadmodel.workload import burst
-
-        return burst(*ctx.args(isl, osl), value, ctx.slots, ctx.ideal, ctx.extras, ctx.mixed)
+        return ctx.burst(isl, osl, value)
 
     def throughput_cap(self, value, e2e_s):
         return value / e2e_s

@@ -22,9 +22,7 @@ class Concurrency(LoadShape):
         return num_requests or max(20 * int(value), 200)
 
     def closed_form(self, ctx, isl, osl, value, num_requests):
-        from capacity.loadmodel.workload import closed_loop
-
-        return closed_loop(*ctx.args(isl, osl), value, ctx.slots, ctx.ideal, ctx.extras, ctx.mixed, num_requests)
+        return ctx.closed_loop(isl, osl, value, num_requests)
 
     def closed_form_gaps(self, arrivals, think_time_s):
         return ["think time"] if think_time_s > 0 else []

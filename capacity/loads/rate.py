@@ -28,9 +28,7 @@ class Rate(LoadShape):
         return num_requests or int(min(max(value * 120.0, 200), 20_000))
 
     def closed_form(self, ctx, isl, osl, value, num_requests):
-        from capacity.loadmodel.workload import open_loop
-
-        return open_loop(*ctx.args(isl, osl), value, ctx.slots, ctx.ideal, ctx.extras, num_requests, mixed=ctx.mixed)
+        return ctx.open_loop(isl, osl, value, num_requests)
 
     def closed_form_gaps(self, arrivals, think_time_s):
         return [f"{arrivals} arrivals"] if arrivals != "constant" else []

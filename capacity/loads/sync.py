@@ -9,9 +9,6 @@ from capacity.loads.base import LoadShape
 
 @dataclass(frozen=True)
 class Sync(LoadShape):
-    def requests(self, value, num_requests):
-        return num_requests
-
     def in_flight(self, value):
         return 1.0
 
@@ -19,9 +16,7 @@ class Sync(LoadShape):
         return 1
 
     def closed_form(self, ctx, isl, osl, value, num_requests):
-        from capacity.loadmodel.workload import closed_loop
-
-        return closed_loop(*ctx.args(isl, osl), 1, ctx.slots, ctx.ideal, ctx.extras, ctx.mixed)
+        return ctx.closed_loop(isl, osl, 1)
 
     def throughput_cap(self, value, e2e_s):
         return 1.0 / e2e_s

@@ -72,7 +72,7 @@ class StepCosts:
 
 def build_costs(m: ModelArch, w: WeightBytes, gpu: Gpu, compute_precision: str, kv_bytes: float,
                 tp: int = 1, ep: int = 1, max_cudagraph_tokens: float = float("inf"),
-                exposed_host_s: float = 0.0) -> StepCosts:
+                async_scheduling: bool = True, exposed_host_s: float = 0.0) -> StepCosts:
     p = count_params(m)
     head = p.lm_head if p.lm_head else p.embedding
     dense = (p.attention + p.dense_mlp + p.shared_experts + p.router) / tp
@@ -104,8 +104,8 @@ def build_costs(m: ModelArch, w: WeightBytes, gpu: Gpu, compute_precision: str, 
         hidden_size=m.hidden_size,
         num_layers=m.num_layers,
         max_cudagraph_tokens=max_cudagraph_tokens,
-        exposed_host_s=exposed_host_s,
-        serial_host=exposed_host_s > 0,
+        exposed_host_s=0.0 if async_scheduling else exposed_host_s,
+        serial_host=not async_scheduling,
     )
 
 

@@ -89,9 +89,9 @@ def jit_counts(root: Path) -> dict[str, int]:
     """Kernels compiled so far by this server: entries of its own Triton cache and files of its own Inductor cache
     (both set per configuration in run_config). A count that grows during a measured point means the engine compiled
     kernels while it was being timed."""
-    return {name: (sum(1 for _ in (root / name).iterdir()) if name == "triton-cache" else
-                   sum(1 for f in (root / name).rglob("*") if f.is_file())) if (root / name).exists() else 0
-            for name in ("triton-cache", "inductor-cache")}
+    triton, inductor = root / "triton-cache", root / "inductor-cache"
+    return {"triton-cache": sum(1 for _ in triton.iterdir()) if triton.exists() else 0,
+            "inductor-cache": sum(1 for f in inductor.rglob("*") if f.is_file()) if inductor.exists() else 0}
 
 
 def note_jit(root: Path, label: str) -> None:
