@@ -57,6 +57,7 @@ class Scenario(BaseModel):
     spec_acceptance: float = Field(0.0, ge=0, lt=1)
     spec_draft_tokens: int = Field(0, ge=0, le=64)
     spec_draft_cost: float = Field(0.0, ge=0, le=10)
+    spec_draft_model: str | None = Field(None, max_length=4096)  # a draft_model method's draft: catalog id or config.json
     num_requests: int | None = Field(None, ge=1, le=1_000_000, description="requests in a rate test (default: 120 s of arrivals) or a concurrency test (default: endless)")
     method: Literal["auto", "closed-form", "simulate"] = Field("auto", description="closed forms (instant, over grids), "
                                                                "the step simulator (exact scheduler, any arrivals and "

@@ -36,7 +36,7 @@ def points(spec: list[dict]):
             extra: dict = dict(flags)
             if "--length-dist" in args:
                 kind, _, ratio = args[args.index("--length-dist") + 1].partition(":")
-                extra = {"length_dist": kind, "length_ratio": float(ratio or 0)}
+                extra.update(length_dist=kind, length_ratio=float(ratio or 0))
             if "--shared-prefix" in args:  # the share a prefix cache can serve: priced as the hit rate
                 extra["prefix_hit_rate"] = float(args[args.index("--shared-prefix") + 1])
             for text in (own[0] if own else cfg["points"]):

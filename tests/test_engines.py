@@ -83,6 +83,19 @@ def test_eager_reads_as_no_graphs():
     assert table.argv(table.options_for({"max_cudagraph_tokens": 0})) == ["--enforce-eager"]
 
 
+def test_speculative_config_reads_the_draft():
+    """n-gram drafts cost no GPU step; a draft_model method names its draft, by id or by a campaign's folder named
+    like the catalog file; a draft_model without a model is a one-line error naming the flag."""
+    spec = '{"method": "%s", "num_speculative_tokens": 4%s}'
+    read = lambda method, more="": scenario_from_argv(["vllm", "serve", "m", "--speculative-config", spec % (method, more)])
+    assert read("ngram") == {"spec_draft_tokens": 4, "spec_draft_cost": 0.0}
+    for where in ("Qwen/Qwen3-0.6B", "/tmp/models/Qwen--Qwen3-0.6B", "/tmp/models/Qwen--Qwen3-0.6B/"):
+        assert read("draft_model", f', "model": "{where}"') == {"spec_draft_tokens": 4, "spec_draft_model": "Qwen/Qwen3-0.6B"}
+    assert read("draft_model", ', "model": "/x/config.json"')["spec_draft_model"] == "/x/config.json"
+    with pytest.raises(ValueError, match="draft_model method needs"):
+        read("draft_model")
+
+
 TOY_MODEL = '''
     """A toy engine for the test: a fixed profile and one flag."""
     from capacity.engines.base import Engine, EngineProfile, Flag, FlagTable

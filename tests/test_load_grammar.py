@@ -42,10 +42,17 @@ def test_every_committed_spec_point_parses():
                     p = parse_point(text)
                     seen.add(p.kind)
                     assert p.load is not None or p.kind == "rates"
-    assert seen >= {"sync", "concurrency", "burst", "warmburst", "prate", "rates"}
+    assert seen >= {"sync", "concurrency", "burst", "warmburst", "warmprate", "prate", "rates"}
 
 
-@pytest.mark.parametrize("text", ["sync", "concurrency:8", "burst:0", "prate:x:10", "poisson:3:10", "rates:3"])
+def test_a_repeated_warm_pass():
+    p = parse_point("warmprate:20:400:4")
+    assert (p.recorded, p.passes, p.num_requests, p.arrivals, p.load.label) == (False, 4, 400, "poisson", "rate:20")
+    assert parse_point("prate:20:400").passes == 1
+
+
+@pytest.mark.parametrize("text", ["sync", "concurrency:8", "burst:0", "prate:x:10", "poisson:3:10", "rates:3",
+                                  "warmprate:10:100:0", "warmprate:10:100"])
 def test_a_bad_spec_point_is_one_line(text):
     with pytest.raises(UsageError) as err:
         parse_point(text)

@@ -5,6 +5,8 @@ predicted beforehand by scripts/predict_spec.py): one parser for both, over capa
     concurrency:C:N N requests from C clients in a closed loop
     burst:N         N requests at once
     warmburst:N     a burst that is not recorded (kernels compile for large batches first)
+    warmprate:R:N:P up to P unrecorded passes of prate:R:N, stopping after the first pass that compiled no kernel
+                    (Poisson arrivals compose batches a burst never makes; each composition may compile kernels)
     prate:R:N       N requests at R per second, Poisson arrivals
     crate:R:N       the same, evenly spaced
     rates:K:S       K rates evenly spaced between the measured sync and burst rates, S seconds each
@@ -20,13 +22,14 @@ from capacity.errors import WorkloadError
 from capacity.load import Load, parse_load
 from validate.errors import UsageError
 
-PointKind = Literal["sync", "concurrency", "burst", "warmburst", "prate", "crate", "rates"]
+PointKind = Literal["sync", "concurrency", "burst", "warmburst", "warmprate", "prate", "crate", "rates"]
 # kind: (load kind, the fields after the kind)
 GRAMMAR: dict[str, tuple[str | None, tuple[str, ...]]] = {
     "sync": ("sync", ("num_requests",)),
     "concurrency": ("concurrency", ("value", "num_requests")),
     "burst": ("burst", ("value",)),
     "warmburst": ("burst", ("value",)),
+    "warmprate": ("rate", ("value", "num_requests", "passes")),
     "prate": ("rate", ("value", "num_requests")),
     "crate": ("rate", ("value", "num_requests")),
     "rates": (None, ("count", "seconds")),
@@ -44,6 +47,7 @@ class SpecPoint(BaseModel):
     recorded: bool = True
     count: int | None = None
     seconds: float | None = None
+    passes: int = 1  # warmprate: the most unrecorded passes
 
 
 def parse_point(text: str) -> SpecPoint:
@@ -64,8 +68,9 @@ def parse_point(text: str) -> SpecPoint:
     except WorkloadError as exc:
         raise UsageError(f"spec point {text!r}: {exc}") from None
     n = fields.get("num_requests")
-    if (n is not None and n < 1) or (fields.get("count") is not None and fields["count"] < 1):
+    if (n is not None and n < 1) or any(fields.get(k) is not None and fields[k] < 1 for k in ("count", "passes")):
         raise UsageError(f"spec point {text!r}: counts must be at least 1")
     return SpecPoint(text=text, kind=kind, load=load, num_requests=n,
-                     arrivals="poisson" if kind == "prate" else "constant", recorded=kind != "warmburst",
-                     count=fields.get("count"), seconds=fields.get("seconds"))
+                     arrivals="poisson" if kind in ("prate", "warmprate") else "constant",
+                     recorded=not kind.startswith("warm"), count=fields.get("count"), seconds=fields.get("seconds"),
+                     passes=fields.get("passes", 1))

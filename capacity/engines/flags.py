@@ -50,9 +50,23 @@ def graphs_to(text: str) -> dict[str, Any]:
     return {"max_cudagraph_tokens": int(text)}
 
 
+def draft_model_id(value: str) -> str:
+    """The catalog id of a draft model named by id or by a folder named like a catalog file (a campaign prepares
+    `Qwen--Qwen3-0.6B/` for `Qwen/Qwen3-0.6B`); anything else is kept as given (a config.json path)."""
+    import importlib.resources
+
+    last = value.rstrip("/").rsplit("/", 1)[-1]
+    stem = last if "--" in last else value.replace("/", "--")
+    try:
+        known = importlib.resources.files("capacity.model_configs").joinpath(f"{stem}.json").is_file()
+    except (ModuleNotFoundError, OSError, ValueError):
+        known = False
+    return stem.replace("--", "/", 1) if known else value
+
+
 def speculative_config(text: str) -> dict[str, Any]:
-    """vLLM's --speculative-config JSON: the drafts per step. Acceptance is not a flag (it is measured, from the
-    engine's counters); an n-gram (prompt lookup) draft costs no GPU step, a draft model's cost is not read here."""
+    """vLLM's --speculative-config JSON: the drafts per step and, for `draft_model`, the draft model. Acceptance is
+    not a flag (it is measured, from the engine's counters); an n-gram (prompt lookup) draft costs no GPU step."""
     import json
 
     try:
@@ -64,7 +78,14 @@ def speculative_config(text: str) -> dict[str, Any]:
     k = cfg.get("num_speculative_tokens")
     if not isinstance(k, int) or isinstance(k, bool) or not 0 <= k <= 64:
         raise ValueError("num_speculative_tokens: expected an integer 0..64")
-    return {"spec_draft_tokens": k, **({"spec_draft_cost": 0.0} if cfg.get("method") == "ngram" else {})}
+    out: dict[str, Any] = {"spec_draft_tokens": k}
+    if cfg.get("method") == "ngram":
+        out["spec_draft_cost"] = 0.0
+    elif cfg.get("method") == "draft_model":
+        if not isinstance(cfg.get("model"), str) or not cfg["model"]:
+            raise ValueError("model: a draft_model method needs the draft model's id or folder")
+        out["spec_draft_model"] = draft_model_id(cfg["model"])
+    return out
 
 
 def limit(field: str, kind: Callable[[str], Any]) -> Callable[[str], dict[str, Any]]:

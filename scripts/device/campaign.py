@@ -3,11 +3,13 @@ run every (shape, load) point with `validate sweep`, stop it; pack the results a
 
 Runs where this repo is not installed (the lent H200): PYTHONPATH=<site>:. python3 scripts/device/campaign.py
 SPEC.json OUTDIR [--budget-s S]. The spec lists configs: {"model", "precision", "engine_args", "shapes": [[isl, osl]],
-"points": ["sync:N", "concurrency:C:N", "burst:N", "rates:K:SECONDS", "warmburst:N", "prate:R:N", "crate:R:N"],
+"points": ["sync:N", "concurrency:C:N", "burst:N", "rates:K:SECONDS", "warmburst:N", "warmprate:R:N:P", "prate:R:N",
+"crate:R:N"] (validate/spec_points.py),
 "warmup_rounds": F}, optionally a shape's own point list as a third element ([isl, osl, ["sync:3"]]) instead of "points",
 and a fourth element {"dir": FOLDER, "sweep_args": [...]} for a workload of its own (e.g. ["--length-dist", "uniform:0.5"]:
 it gets its own results folder, default ISLxOSL); prate/crate are Poisson / constant arrivals at R requests/s, N requests,
-"name" (the result folder; default MODEL-PRECISION), "engine" (vllm | sglang | transformers), "engine_env" (extra
+"name" (the result folder; default MODEL-PRECISION), "draft_model" (a catalog id: its folder is prepared beside the
+model's and replaces {draft_dir} in engine_args, e.g. a --speculative-config draft_model method), "engine" (vllm | sglang | transformers), "engine_env" (extra
 environment for the server, e.g. {"PYTHONPATH": "/tmp/site-sglang:/tmp/site"}) and "random_checkpoint": true
 (write random safetensors weights first, for engines without a dummy load format). A point that would not finish
 inside the time budget is skipped (its name goes to skipped.txt); everything finished is in OUTDIR/campaign.tar.gz.
@@ -94,9 +96,25 @@ def jit_counts(root: Path) -> dict[str, int]:
             "inductor-cache": sum(1 for f in inductor.rglob("*") if f.is_file()) if inductor.exists() else 0}
 
 
-def note_jit(root: Path, label: str) -> None:
+SEEN_KERNELS: dict[Path, set[str]] = {}
+
+
+def new_kernels(root: Path) -> list[str]:
+    """Names of the kernels in Triton cache entries that appeared since the last call (an entry holds KERNEL.json)."""
+    seen = SEEN_KERNELS.setdefault(root, set())
+    triton = root / "triton-cache"
+    fresh = sorted(d for d in (x.name for x in triton.iterdir()) if d not in seen) if triton.exists() else []
+    seen.update(fresh)
+    return sorted({j.stem for d in fresh for j in (triton / d).glob("*.json") if not j.stem.startswith("__")})
+
+
+def note_jit(root: Path, label: str) -> int:
+    """Append the kernel counts (and the new kernels' names) after a step; returns the Triton count."""
+    counts = jit_counts(root)
     with open(root / "jit.jsonl", "a") as f:
-        f.write(json.dumps({"after": label, "elapsed_s": round(elapsed(), 1), **jit_counts(root)}) + "\n")
+        f.write(json.dumps({"after": label, "elapsed_s": round(elapsed(), 1), **counts,
+                            "new_kernels": new_kernels(root)}) + "\n")
+    return counts["triton-cache"]
 
 
 def write_random_checkpoint(folder: str, log) -> None:
@@ -129,6 +147,9 @@ def run_config(cfg: dict, out: Path, budget_s: float, skipped: list[str]) -> Non
     if cfg.get("random_checkpoint"):
         write_random_checkpoint(info.path, log)
     args = list(cfg.get("engine_args", []))
+    if cfg.get("draft_model"):  # a draft model's folder, named like its catalog file ({draft_dir} in engine_args)
+        draft = prepare_model_dir(cfg["draft_model"], WORK.parent / "models" / cfg["draft_model"].replace("/", "--"))
+        args = [a.replace("{draft_dir}", draft.path) for a in args]
     ec = EngineConfig(model_dir=info.path, served_model_name=slug, quantization="fp8" if cfg.get("precision") == "fp8" else None,
                       extra_args=args, engine_python=sys.executable, port=PORT)
     cmd = build_command(engine_name, ec, root)
@@ -178,9 +199,18 @@ def run_config(cfg: dict, out: Path, budget_s: float, skipped: list[str]) -> Non
                 warm = (1 if pt.kind == "sync" else
                         int(pt.load.value * float(cfg.get("warmup_rounds", 0.25))) if pt.kind == "concurrency" else 0)
                 arrivals = ["--arrivals", pt.arrivals] if pt.load.kind == "rate" else []
-                folder = d if pt.recorded else root / "warmup" / f"{isl}x{osl}"  # warmburst: not recorded
-                run_point(sb + arrivals, folder, pt.load.label, pt.num_requests or int(pt.load.value), warm, log)
-                note_jit(root, f"{d.name}/{pt.load.label}" if pt.recorded else f"warmup {isl}x{osl}")
+                folder = d if pt.recorded else root / "warmup" / d.name  # warm-ups are not recorded
+                count = jit_counts(root)["triton-cache"]
+                for i in range(pt.passes):  # warmprate: passes until one compiles nothing
+                    if i and elapsed() > budget_s:
+                        skipped.append(f"{slug} {d.name} {spec} pass {i + 1}")
+                        break
+                    into = folder / f"pass-{i + 1}" if pt.passes > 1 else folder  # a sweep folder resumes, never repeats
+                    run_point(sb + arrivals, into, pt.load.label, pt.num_requests or int(pt.load.value), warm, log)
+                    label = f"{d.name}/{pt.load.label}" if pt.recorded else f"warmup {d.name} {pt.load.label} pass {i + 1}"
+                    count, before = note_jit(root, label), count
+                    if count == before:
+                        break
                 summarize_requests(d)
                 pack(out)
     finally:
