@@ -31,6 +31,10 @@ class Efficiency(BaseModel):
     step_overhead_s: float = Field(1.0e-3, ge=0, description="fixed cost per engine step (scheduling, sampling, launch)")
     layer_overhead_s: float = Field(1.5e-5, ge=0, description="fixed cost per layer per step (kernel ramp/tail)")
     moe_layer_overhead_s: float = Field(1.5e-5, ge=0, description="extra fixed cost per MoE layer (router, top-k, align, grouped GEMMs)")
+    mla_layer_overhead_s: float = Field(26e-6, ge=0, description="extra fixed cost per MLA attention layer: its "
+                                        "split down-projections, latent norms, absorbed matmuls and RoPE split run "
+                                        "~5 more small kernels than a GQA layer. Not fitted: DeepSeek-V2-Lite's three "
+                                        "sync points on one H200 (vLLM 0.26, sitting 9) set it, a guess from one model")
     eager_layer_overhead_s: float = Field(3e-5, ge=0, description="CPU time per layer to launch a step with more tokens "
                                                                   "than the largest CUDA graph (op by op): a floor under "
                                                                   "the step, pipelined with the GPU")

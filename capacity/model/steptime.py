@@ -7,7 +7,7 @@ attending s keys on average, summed over layers). Per GPU, with tensor parallel 
   experts:   FLOPs 2·k·N_expert·T·L_moe, bytes E_touched(T)·W_expert·L_moe
   attention: decode reads the KV of every sequence; prefill does 4·n_h·d_h·p·s FLOPs
   comms:     2 all-reduces per layer of T·h·2 bytes when t > 1
-  overhead:  step + per-layer + per-sequence constants
+  overhead:  step + per-layer (more per MoE and per MLA layer) + per-sequence constants
   host:      the engine's host work per sampled token (scheduling, input preparation, detokenizing and
              streaming each sequence's token) is pipelined with the GPU: a step lasts at least
              host_token_s × its sequences. At ~1,000 running sequences this ceiling, not the GPU, sets
@@ -66,6 +66,7 @@ class StepCosts:
     hidden_size: int
     num_layers: int
     max_cudagraph_tokens: float = float("inf")
+    mla_layers: int = 0  # layers with MLA attention (DeepSeek): their extra kernels cost a fixed time each
     exposed_host_s: float = 0.0  # the CPU's per-step work the engine does not overlap with the GPU (async off)
     serial_host: bool = False  # async scheduling off: the per-sequence host work adds to the step, not a floor
 
@@ -104,6 +105,7 @@ def build_costs(m: ModelArch, w: WeightBytes, gpu: Gpu, compute_precision: str, 
         hidden_size=m.hidden_size,
         num_layers=m.num_layers,
         max_cudagraph_tokens=max_cudagraph_tokens,
+        mla_layers=m.num_layers if m.mla is not None else 0,
         exposed_host_s=0.0 if async_scheduling else exposed_host_s,
         serial_host=not async_scheduling,
     )
@@ -169,7 +171,8 @@ def step_parts(c: StepCosts, eff: Efficiency, decode_seqs, decode_context, prefi
     else:
         comm = np.zeros_like(tokens)
     overhead = (eff.step_overhead_s + c.exposed_host_s + eff.layer_overhead_s * c.num_layers
-                + eff.moe_layer_overhead_s * c.moe_layers + eff.sequence_overhead_s * (d + np.minimum(p, 1.0)))
+                + eff.moe_layer_overhead_s * c.moe_layers + eff.mla_layer_overhead_s * c.mla_layers
+                + eff.sequence_overhead_s * (d + np.minimum(p, 1.0)))
     # without a CUDA graph the CPU launches the step op by op; the GPU runs behind it, so the launch is a floor
     launch = ((eff.eager_layer_overhead_s * c.num_layers + eff.eager_moe_layer_overhead_s * c.moe_layers)
               * (tokens > c.max_cudagraph_tokens))
