@@ -158,6 +158,8 @@ def _scenario_args(p: argparse.ArgumentParser, with_load: bool = True) -> None:
     p.add_argument("--spec-acceptance", type=_float_in(0.0, 1.0, hi_open=True), default=0.0, help="speculative decoding acceptance rate")
     p.add_argument("--spec-draft-tokens", type=_int_in(0, 64), default=0)
     p.add_argument("--spec-draft-cost", type=_float_in(0.0, 10.0), default=0.0, help="draft step time / target decode step time")
+    p.add_argument("--spec-draft-model", help="a draft model (catalog id or config.json): priced from its own "
+                                              "architecture, instead of --spec-draft-cost")
 
 
 def _limit_args(p: argparse.ArgumentParser) -> None:

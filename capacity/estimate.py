@@ -97,7 +97,7 @@ class Estimate(BaseModel):
     load: str
     total_params: int
     active_params_per_token: int
-    weight_bytes: float = Field(description="weights of one replica (all its GPUs)")
+    weight_bytes: float = Field(description="weights of one replica (all its GPUs), a draft model's included")
     weight_bytes_per_gpu: float
     kv_bytes_per_token: float = Field(description="KV bytes one token adds across all layers of one replica")
     kv_cache_bytes_per_gpu: float
@@ -158,9 +158,17 @@ def plan_for(s: Scenario) -> Plan:
     profile = engine_profile("ideal" if s.ideal else s.engine, gpu.usable_memory_bytes, s.tp, gpu_memory_utilization=s.gpu_memory_utilization,
                              max_num_seqs=s.max_num_seqs, max_num_batched_tokens=s.max_num_batched_tokens,
                              max_cudagraph_tokens=s.max_cudagraph_tokens,
-                             spec_draft_tokens=s.spec_draft_tokens if s.spec_acceptance else None)
+                             spec_draft_tokens=s.spec_draft_tokens if speculating(s) else None,
+                             spec_draft_model=s.spec_draft_model if speculating(s) else None)
+    draft = load_model(s.spec_draft_model) if s.spec_draft_model and s.spec_draft_tokens else None
     return make_plan(load_model(s.model), gpu, s.precision, s.kv_precision, profile, s.num_gpus, s.tp,
-                     s.expert_parallel, s.isl + s.osl, s.max_model_len)
+                     s.expert_parallel, s.isl + s.osl, s.max_model_len, draft)
+
+
+def speculating(s: Scenario) -> bool:
+    """Drafts are made and verified: k > 0 with an acceptance above 0, or with a draft model at any acceptance
+    (the draft model drafts k tokens every step; at acceptance 0 none is kept, but all are paid for)."""
+    return bool(s.spec_draft_tokens) and (s.spec_acceptance > 0 or bool(s.spec_draft_model))
 
 
 def calibration_for(s: Scenario, plan: Plan) -> Calibration:
@@ -178,8 +186,10 @@ def load_context(plan: Plan, cal: Calibration, s: Scenario, isl, osl) -> LoadCon
     slots = Slots(plan.max_running(isl, osl),
                   np.asarray(plan.max_concurrent(np.asarray(isl) + np.asarray(osl)), dtype=float),
                   np.asarray(plan.max_concurrent(np.asarray(isl)), dtype=float))
-    return LoadContext(plan.costs, cal.efficiency, plan.profile.max_num_batched_tokens, slots, s.ideal,
-                       Extras(s.prefix_hit_rate, s.spec_acceptance, s.spec_draft_tokens, s.spec_draft_cost),
+    budget = plan.profile.max_num_scheduled_tokens or plan.profile.max_num_batched_tokens
+    return LoadContext(plan.costs, cal.efficiency, budget, slots, s.ideal,
+                       Extras(s.prefix_hit_rate, s.spec_acceptance, s.spec_draft_tokens, s.spec_draft_cost,
+                              bool(s.spec_draft_model)),
                        plan.profile.mixed_prefill)
 
 
@@ -209,7 +219,7 @@ def simulation_setup(plan: Plan, cal: Calibration, s: Scenario, load_kind: str, 
 
 def simulated_load(plan: Plan, cal: Calibration, s: Scenario, load_kind: str, value: float) -> tuple[LoadResult, str]:
     """The step simulator's answer for one scenario, shaped like the closed forms' (and the regime it describes)."""
-    if s.spec_draft_tokens and s.spec_acceptance:
+    if speculating(s):
         raise WorkloadError("the step simulator does not model speculative decoding yet: use --method closed-form")
     endless = s.num_requests is None and shape(load_kind).endless
     n = shape(load_kind).simulated_requests(value, s.num_requests)
@@ -244,7 +254,7 @@ def simulation_reasons(s: Scenario, load_kind: str, value: float) -> list[str]:
     beyond the engine's slots (the simulator admits a waiting client when the KV cache frees room; on sitting 11's two
     KV-limited closed loops at 16k-32k prompts the closed forms' queue was -68 % and -45 % on TTFT, the simulator
     -9 % on both). Speculative decoding stays with the closed forms (the simulator does not model it)."""
-    if s.spec_draft_tokens and s.spec_acceptance:
+    if speculating(s):
         return []
     reasons = closed_form_gaps(s, load_kind)
     load = shape(load_kind)
@@ -370,7 +380,7 @@ def predict(plan: Plan, cal: Calibration, s: Scenario) -> Estimate:
         weight_format=plan.weight_format, compute_precision=plan.compute_precision, kv_precision=s.kv_precision,
         num_gpus=s.num_gpus, tp=s.tp, ep=plan.ep, replicas=reps, isl=s.isl, osl=s.osl, load=str(load),
         total_params=plan.total_params, active_params_per_token=plan.active_params,
-        weight_bytes=plan.weights.total * s.tp, weight_bytes_per_gpu=plan.weights.total,
+        weight_bytes=plan.memory.weight_bytes * s.tp, weight_bytes_per_gpu=plan.memory.weight_bytes,
         kv_bytes_per_token=plan.kv_bytes_per_token, kv_cache_bytes_per_gpu=plan.memory.kv_cache_bytes,
         activation_bytes_per_gpu=plan.memory.activation_bytes, kv_capacity_tokens=plan.memory.kv_capacity_tokens,
         max_concurrent_requests=plan.max_concurrent(s.isl + s.osl) * reps,

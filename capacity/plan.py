@@ -5,7 +5,7 @@ Checks that the parallel layout is valid and that the model fits, and says why w
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -17,7 +17,7 @@ from capacity.model.kv import kv_bytes_per_token
 from capacity.model.memory import MemoryPlan, blocks_per_sequence, max_sequences, plan_memory
 from capacity.model.params import active_params_per_token, count_params
 from capacity.model.precision import compute_precision, kv_bytes_per_element, resolve_weight_format
-from capacity.model.steptime import StepCosts, build_costs
+from capacity.model.steptime import StepCosts, build_costs, draft_costs
 from capacity.units import GB
 from capacity.model.weights import WeightBytes, weight_bytes
 
@@ -70,7 +70,11 @@ def _check_layout(m: ModelArch, gpu: Gpu, num_gpus: int, tp: int) -> list[str]:
 
 def make_plan(m: ModelArch, gpu: Gpu, precision: str, kv_precision: str, profile: EngineProfile,
               num_gpus: int = 1, tp: int = 1, expert_parallel: bool = False, context: int = 1,
-              max_model_len: int | None = None) -> Plan:
+              max_model_len: int | None = None, draft: ModelArch | None = None) -> Plan:
+    """`draft`: a draft_model speculator's architecture. Its bf16 weights add to the weights (vLLM quantizes a
+    draft only when the speculative config says so, which is not read here), its KV bytes per token add to the
+    target's (vLLM V1 puts the drafter's attention layers in the same KV cache pool), and its step costs ride in
+    the plan's (`StepCosts.draft`)."""
     notes = _check_layout(m, gpu, num_gpus, tp)
     fmt = resolve_weight_format(precision, gpu.fp4_formats, m.native_quantization)
     cp = compute_precision(fmt, gpu.fp4_formats, gpu.dense_flops_per_s.fp8 is not None)
@@ -79,7 +83,10 @@ def make_plan(m: ModelArch, gpu: Gpu, precision: str, kv_precision: str, profile
     kv_b = kv_bytes_per_element(kv_precision)
     ep = tp if (expert_parallel and m.moe is not None) else 1
     w = weight_bytes(m, fmt, tp, ep)
-    mem = plan_memory(m, gpu.usable_memory_bytes, w.total, kv_b, profile, tp, max_model_len)
+    w_draft = weight_bytes(draft, "bf16", tp, 1) if draft is not None else None
+    draft_kv = kv_bytes_per_token(draft, kv_b, tp) if draft is not None else 0.0
+    mem = plan_memory(m, gpu.usable_memory_bytes, w.total + (w_draft.total if w_draft else 0.0), kv_b, profile, tp,
+                      max_model_len, extra_kv_bytes_per_token=draft_kv)
     need_ctx = max(context, max_model_len or 0)
     per_seq_blocks = float(blocks_per_sequence(m, need_ctx, mem, profile.block_size_tokens))
     if mem.kv_cache_bytes <= 0 or mem.num_blocks < per_seq_blocks:
@@ -94,6 +101,15 @@ def make_plan(m: ModelArch, gpu: Gpu, precision: str, kv_precision: str, profile
     # 0 = no CUDA graphs (--enforce-eager): every step is launched op by op
     costs: StepCosts = build_costs(m, w, gpu, cp, kv_b, tp, ep, profile.max_cudagraph_tokens,
                                    profile.async_scheduling, profile.exposed_step_host_s)
+    if draft is not None:
+        costs = replace(costs, draft=draft_costs(draft, w_draft, gpu, kv_b, tp, profile.draft_forward_host_s))
+        notes.append(f"draft model {draft.name}: bf16 weights, {k_fmt(draft_kv * tp)} of KV per token on top of the "
+                     "target's; its forwards priced op by op after each verification step")
     return Plan(m, gpu, profile, fmt, cp, kv_b, tp, ep, num_gpus // tp, w, mem, costs,
-                count_params(m).total, active_params_per_token(m), kv_bytes_per_token(m, kv_b, 1),
+                count_params(m).total, active_params_per_token(m),
+                kv_bytes_per_token(m, kv_b, 1) + (kv_bytes_per_token(draft, kv_b, 1) if draft is not None else 0.0),
                 tuple(notes))
+
+
+def k_fmt(b: float) -> str:
+    return f"{b / 1024:,.0f} KiB"

@@ -28,6 +28,8 @@ class EngineProfile(BaseModel):
                              "SGLang); free_after_weights: KV = fraction × (usable − weights − activations − "
                              "non-torch − graphs) (TensorRT-LLM's kv_cache_free_gpu_memory_fraction)")
     max_num_batched_tokens: int = Field(gt=0, description="token budget per step (chunked prefill)")
+    max_num_scheduled_tokens: int | None = Field(None, gt=0, description="the scheduler's own cap on tokens per step "
+                                                 "when below the budget (vLLM with a draft model); None: the budget")
     max_num_seqs: int = Field(gt=0)
     block_size_tokens: int = Field(gt=0)
     non_torch_bytes: float = Field(ge=0, description="CUDA context growth, cuBLAS/NCCL workspaces counted by the profiler")
@@ -52,6 +54,8 @@ class EngineProfile(BaseModel):
                                                   "batch runs alone while running sequences wait (SGLang's default)")
     lean_profile_run: bool = Field(True, description="False: every model is profiled on the full path (vLLM's V1 model "
                                                      "runner: full sampler warm-up, CUDA-graph estimate subtracted)")
+    draft_forward_host_s: float = Field(0.0, ge=0, description="a draft model's CPU work per forward besides its "
+                                        "op-by-op launches (vLLM's V1 drafter); the GPU runs behind it")
     async_scheduling: bool = Field(True, description="the CPU schedules and prepares step n+1 while the GPU runs step n; "
                                                      "False: that work (exposed_step_host_s) is added to every step")
     exposed_step_host_s: float = Field(0.0, ge=0, le=1, description="the CPU's work per step (schedule, prepare inputs, "

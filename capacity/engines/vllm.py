@@ -86,6 +86,12 @@ PROFILE = EngineProfile(
     # priced), so it is a guess; the two concurrency points of the same run are held out (docs/measurement-log.md,
     # sitting 11).
     exposed_step_host_s=3.0e-3,
+    # A draft model (method draft_model) runs on the V1 runner's drafter, taken to launch its k forwards op by op
+    # (capacity.model.steptime.draft_forwards_s: a forward lasts max(GPU work + overheads, eager launches + this)).
+    # 2.4 ms per forward is identified by ONE point (sitting 12, Qwen3-8B + Qwen3-0.6B, 4 drafts, acceptance 0, one
+    # request at a time: ITL 22.9 ms), so it is a guess, and it absorbs the few ms of Triton compiles during that
+    # point; 16 and 64 clients of the same run are held out (+4 %, +14 %).
+    draft_forward_host_s=2.4e-3,
     mixed_prefill=True,
 )
 
@@ -99,6 +105,8 @@ def limits(gpu_memory_bytes: float | None, tp: int, overrides: Mapping[str, Any]
     if overrides.get("spec_draft_tokens"):  # speculative decoding: no async scheduling, the V1 runner (see PROFILE)
         update["async_scheduling"] = False
         update["lean_profile_run"] = False
+    if overrides.get("spec_draft_tokens") and overrides.get("spec_draft_model"):  # a draft model: the scheduler keeps one slot per sequence for the draft's extra input token (sitting 12: "max_num_scheduled_tokens is set to 7168" = 8192 - 1024; 256 seqs x 4 drafts gives the same number, one point cannot tell)
+        update["max_num_scheduled_tokens"] = max((overrides.get("max_num_batched_tokens") or MAX_NUM_BATCHED_TOKENS) - (overrides.get("max_num_seqs") or MAX_NUM_SEQS), 1)
     return PROFILE.model_copy(update=update) if update else PROFILE
 
 

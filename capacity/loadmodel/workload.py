@@ -31,7 +31,7 @@ import numpy as np
 from capacity.calibration import Efficiency
 from capacity.model.formulas import compiled
 from capacity.model.kv import attended_tokens_prefill
-from capacity.model.steptime import StepCosts, step_time_s
+from capacity.model.steptime import StepCosts, draft_forwards_s, step_time_s
 
 
 @dataclass(frozen=True)
@@ -41,7 +41,8 @@ class Extras:
     prefix_hit_rate: float = 0.0
     spec_acceptance: float = 0.0  # 0 = no speculative decoding
     spec_draft_tokens: int = 0
-    spec_draft_cost: float = 0.0  # one draft step's time as a share of one target decode step
+    spec_draft_cost: float = 0.0  # one draft step's time as a share of one target decode step (no draft model)
+    spec_draft_model: bool = False  # a draft model drafts k tokens every step, whatever the acceptance (even 0)
 
 
 @dataclass(frozen=True)
@@ -103,8 +104,9 @@ def spec_tokens_per_step(acceptance: float, draft_tokens: int) -> float:
 
 
 def _spec(extras: Extras) -> tuple[float, float]:
-    """(tokens per decode step per sequence, extra query tokens per sequence per step)."""
-    if extras.spec_draft_tokens <= 0 or extras.spec_acceptance <= 0:
+    """(tokens per decode step per sequence, extra query tokens per sequence per step). Without a draft model an
+    acceptance of 0 means no speculative decoding; a draft model still drafts (and the target verifies) k tokens."""
+    if extras.spec_draft_tokens <= 0 or (extras.spec_acceptance <= 0 and not extras.spec_draft_model):
         return 1.0, 0.0
     return spec_tokens_per_step(extras.spec_acceptance, extras.spec_draft_tokens), float(extras.spec_draft_tokens)
 
@@ -124,11 +126,17 @@ def spec_acceptance_for(tokens_per_step: float, draft_tokens: int) -> float:
 
 
 def _decode_step(c, eff, d, ctx, ideal, extras: Extras, prefill=0.0, keys=0.0):
-    """A step decoding d sequences (with speculative verification and drafts) plus `prefill` tokens."""
-    _, extra_q = _spec(extras)
+    """A step decoding d sequences (with speculative verification and drafts) plus `prefill` tokens. The drafts: a
+    draft model's own forwards when the plan has its costs (`c.draft`, `draft_forwards_s`), else the ratio
+    `spec_draft_cost` × a target decode step per draft."""
+    tau, extra_q = _spec(extras)
     spec_q = d * extra_q
     t = step_time_s(c, eff, d, ctx, prefill + spec_q, np.where(prefill > 0, keys, ctx), ideal)
-    if extra_q:
+    if extra_q and c.draft is not None:
+        # the draft attends the same keys over its own layers (keys are summed over layers)
+        keys_d = np.asarray(keys, dtype=float) * c.draft.num_layers / max(c.num_layers, 1)
+        t = t + draft_forwards_s(c.draft, eff, d, ctx, extra_q, tau, prefill, keys_d, ideal)
+    elif extra_q:
         t = t + extras.spec_draft_cost * extra_q * step_time_s(c, eff, d, ctx, 0, 0, ideal)
     return t
 

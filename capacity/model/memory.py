@@ -130,7 +130,11 @@ def reported_tokens(m: ModelArch, num_blocks: int, groups: int, layers_per_group
 
 
 def plan_memory(m: ModelArch, usable_bytes: float, weight_bytes: float, kv_bytes: float,
-                profile: EngineProfile, tp: int = 1, max_model_len: int | None = None, ep: int = 1) -> MemoryPlan:
+                profile: EngineProfile, tp: int = 1, max_model_len: int | None = None, ep: int = 1,
+                extra_kv_bytes_per_token: float = 0.0) -> MemoryPlan:
+    """`extra_kv_bytes_per_token` (per GPU): layers of another model in the same pool, a draft model's (vLLM V1's
+    drafter shares the KV cache: each block then holds its tokens' KV in both models' layers). Sitting 12, Qwen3-8B
+    + Qwen3-0.6B on an H200: 106.66 GiB ÷ (144 + 112 KiB) = 436,880 tokens, the log's count."""
     budget = profile.budget_bytes(usable_bytes)
     act = activation_peak_bytes(m, profile, tp, ep)
     graphs = profile.cuda_graph_bytes + (0.0 if lean_profile(m, profile) else profile.moe_cuda_graph_bytes)
@@ -138,7 +142,10 @@ def plan_memory(m: ModelArch, usable_bytes: float, weight_bytes: float, kv_bytes
     per_token_layer = kv_bytes_per_token_per_layer(m, kv_bytes, tp)
     groups, layers_per_group = kv_groups(m)
     page = per_token_layer * profile.block_size_tokens
-    num_blocks = max(0, int(kv_mem // page // layers_per_group)) if kv_mem > 0 else 0
+    if extra_kv_bytes_per_token:
+        num_blocks = max(0, int(kv_mem // (page * layers_per_group + extra_kv_bytes_per_token * profile.block_size_tokens)))
+    else:
+        num_blocks = max(0, int(kv_mem // page // layers_per_group)) if kv_mem > 0 else 0
     tokens = reported_tokens(m, num_blocks, groups, layers_per_group, profile,
                              max_model_len or m.max_position_embeddings)
     return MemoryPlan(usable_bytes, budget, weight_bytes, act, profile.non_torch_bytes, graphs,

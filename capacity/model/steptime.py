@@ -28,7 +28,7 @@ max(ΣFLOPs ÷ peak, Σbytes ÷ bandwidth): a true lower bound on time.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -69,6 +69,8 @@ class StepCosts:
     mla_layers: int = 0  # layers with MLA attention (DeepSeek): their extra kernels cost a fixed time each
     exposed_host_s: float = 0.0  # the CPU's per-step work the engine does not overlap with the GPU (async off)
     serial_host: bool = False  # async scheduling off: the per-sequence host work adds to the step, not a floor
+    draft: StepCosts | None = None  # a draft_model speculator's own costs (`draft_costs`): its forwards follow each verify
+    forward_host_s: float = 0.0  # a draft's per-forward CPU work besides its op-by-op launches (`draft_forwards_s`)
 
 
 def build_costs(m: ModelArch, w: WeightBytes, gpu: Gpu, compute_precision: str, kv_bytes: float,
@@ -203,3 +205,44 @@ def step_time_s(c: StepCosts, eff: Efficiency, decode_seqs, decode_context, pref
                 prefill_keys_per_token=0.0, ideal: bool = False) -> np.ndarray:
     return step_parts(c, eff, decode_seqs, decode_context, prefill_tokens, prefill_keys_per_token, ideal).time_s
 
+
+
+def draft_costs(m: ModelArch, w: WeightBytes, gpu: Gpu, kv_bytes: float, tp: int = 1,
+                forward_host_s: float = 0.0) -> StepCosts:
+    """A draft model's step costs on the target's GPUs: bf16 matmuls (vLLM quantizes a draft only when the
+    speculative config asks, which this model does not read), the target's TP, and no CUDA graph: vLLM 0.26's V1
+    drafter is taken to run its forwards op by op (`draft_forwards_s`); `forward_host_s`: the engine's CPU work per
+    draft forward besides the launches (EngineProfile.draft_forward_host_s)."""
+    c = build_costs(m, w, gpu, "bf16", kv_bytes, tp, 1, max_cudagraph_tokens=0.0)
+    return replace(c, forward_host_s=forward_host_s)
+
+
+def draft_forwards_s(c: StepCosts, eff: Efficiency, decode_seqs, decode_context, draft_tokens, first_tokens=1.0,
+                     prefill_tokens=0.0, prefill_keys_per_token=0.0, ideal: bool = False) -> np.ndarray:
+    """Time of the k = `draft_tokens` forwards a draft model (costs `c`) runs after each verification step: the first
+    over the tokens each of the d sequences just gained (`first_tokens`, τ) plus the step's prompt chunk, the other
+    k − 1 over one token per sequence, all at the sequences' context. The engine's per-token host work is the
+    verify step's (priced there), not the draft's: host_token_s is left out here.
+
+    Each forward runs op by op: the CPU launches it (the calibration's eager per-layer launch × layers, plus the
+    engine's per-forward host work `c.forward_host_s`) while the GPU runs behind, so a forward lasts
+    max(GPU work + the per-layer/per-sequence overheads, CPU launch + host work): host-bound for small batches,
+    GPU-bound once the draft's KV reads outgrow the launches (64 sequences of 1,152 tokens: 8.5 GB of the
+    draft's KV per forward). Adding the launch to the GPU work instead (the target's eager rule, built for MoE
+    layers that synchronize) misses sitting 12 by -15 % / +1 % / +29 % at 1 / 16 / 64 clients."""
+    k = np.asarray(draft_tokens, dtype=float)
+    if not np.any(k > 0):
+        return np.zeros(np.broadcast_shapes(np.shape(decode_seqs), np.shape(prefill_tokens)))
+    e = eff.model_copy(update={"host_token_s": 0.0})
+    d = np.asarray(decode_seqs, dtype=float)
+
+    def forward(seqs, p, keys):
+        parts = step_parts(c, e, seqs, decode_context, p, keys, ideal)
+        if ideal:
+            return parts.time_s
+        cpu = eff.eager_layer_overhead_s * c.num_layers + eff.eager_moe_layer_overhead_s * c.moe_layers + c.forward_host_s
+        return np.maximum(parts.gpu_s + parts.overhead_s, cpu)
+
+    first = forward(d * first_tokens, prefill_tokens, prefill_keys_per_token)
+    rest = forward(d, 0.0, 0.0)
+    return np.where(k > 0, first + np.maximum(k - 1, 0.0) * rest, 0.0)
