@@ -176,6 +176,12 @@ def knobs_set(s: "Scenario", engine: str, gpu: str) -> dict:
     return {k: v for k, v in set_.items() if getattr(default, k, None) != v}
 
 
+def spec_method(s: "Scenario") -> str:
+    """How a scenario drafts: a draft model (priced from its architecture) or drafts that cost no model step
+    (n-gram prompt lookup, or the user's draft-cost ratio)."""
+    return "draft model" if s.spec_draft_model else "n-gram"
+
+
 def classify(s: "Scenario", e: "Estimate", mclass: str, reg: str, data: dict) -> tuple[str, list[str], list[str]]:
     """(domain, why it lies outside what was measured here, features no committed measurement checked)."""
     gclass, engine = gpu_class(e.gpu), answer_engine(s, e)
@@ -184,14 +190,14 @@ def classify(s: "Scenario", e: "Estimate", mclass: str, reg: str, data: dict) ->
     unsupported: list[str] = []
     measured = list(data["measured_coverage"].values())
     if s.spec_draft_tokens > 0 or s.spec_acceptance > 0:
-        ran = [c for c in measured if s.spec_draft_tokens in c.get("spec_draft_tokens", [])
-               and c["spec_acceptance"][0] - 0.05 <= s.spec_acceptance <= c["spec_acceptance"][1] + 0.05]
+        method = spec_method(s)
+        ran = [(m, k, a) for c in measured for m, k, a in c.get("speculative", [])
+               if m == method and k == s.spec_draft_tokens and abs(a - s.spec_acceptance) <= 0.05]
         if not ran:
-            seen = "; ".join(f"{c['engine_version']}: {', '.join(map(str, c['spec_draft_tokens']))} drafts at acceptance "
-                             f"{c['spec_acceptance'][0]:.2f}–{c['spec_acceptance'][1]:.2f}"
-                             for c in measured if c.get("spec_draft_tokens"))
-            unsupported.append("speculative decoding at this acceptance and draft count: no committed measurement ran it"
-                               + (f" (measured: {seen})" if seen else ""))
+            seen = "; ".join(f"{c['engine_version']}: {m}, {k} drafts at acceptance {a:.2f}"
+                             for c in measured for m, k, a in c.get("speculative", []))
+            unsupported.append(f"speculative decoding ({method}) at this acceptance and draft count: no committed "
+                               "measurement ran it" + (f" (measured: {seen})" if seen else ""))
     top_hit = max([c.get("max_prefix_hit_rate", 0.0) for c in measured] + [0.0])
     if s.prefix_hit_rate > top_hit + 0.01:
         unsupported.append(f"prefix caching at a {s.prefix_hit_rate:.0%} hit rate: the highest measured is {top_hit:.0%}")

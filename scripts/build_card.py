@@ -51,7 +51,8 @@ import accuracy_report as ar  # noqa: E402
 import score_public as sp  # noqa: E402
 from capacity.model.architecture import load_model  # noqa: E402
 from capacity.calibration import shipped_calibrations  # noqa: E402
-from capacity.card import KNOBS, METRIC_LABELS, METRICS, gpu_class, lookup, model_class, regime, slice_chain  # noqa: E402
+from capacity.card import (KNOBS, METRIC_LABELS, METRICS, gpu_class, lookup, model_class, regime, slice_chain,  # noqa: E402
+                           spec_method)
 from capacity.estimate import estimate  # noqa: E402
 from capacity.load import parse_load  # noqa: E402
 from validate.compare import compare_dirs, load_run, point_scenario  # noqa: E402
@@ -135,8 +136,7 @@ def measured_coverage(runs: dict) -> dict:
                                       "max_total_params": {}, "max_active_params": {}, "tp": set(),
                                       "expert_parallel": set(), "max_num_gpus": 0, "max_isl": 0, "max_osl": 0,
                                       "max_context": 0, "regimes": set(), "arrivals": set(), "length_dists": set(),
-                                      "knobs": {}, "max_prefix_hit_rate": 0.0, "spec_draft_tokens": set(),
-                                      "spec_acceptance": []})
+                                      "knobs": {}, "max_prefix_hit_rate": 0.0, "speculative": set()})
         mclass = model_class(load_model(e.model))
         c["gpus"].add(e.gpu)
         c["weight_formats"].add(e.weight_format)
@@ -161,10 +161,8 @@ def measured_coverage(runs: dict) -> dict:
             c["regimes"].add(regime(load.kind, load.value))
             s = point_scenario(run, p)  # the hit rate and draft acceptance the engine's counters read
             c["max_prefix_hit_rate"] = round(max(c["max_prefix_hit_rate"], s.prefix_hit_rate), 3)
-            if s.spec_draft_tokens and s.spec_acceptance:
-                c["spec_draft_tokens"].add(s.spec_draft_tokens)
-                lo, hi = (c["spec_acceptance"] or [s.spec_acceptance, s.spec_acceptance])
-                c["spec_acceptance"] = [round(min(lo, s.spec_acceptance), 3), round(max(hi, s.spec_acceptance), 3)]
+            if s.spec_draft_tokens:  # each measured (drafter, drafts, acceptance): a range would claim the middle
+                c["speculative"].add((spec_method(s), s.spec_draft_tokens, round(s.spec_acceptance, 2)))
     return {eng: {k: (sorted(v) if isinstance(v, set) else {kk: sorted(vv) if isinstance(vv, set) else vv
                                                             for kk, vv in sorted(v.items())} if isinstance(v, dict) else v)
                   for k, v in c.items()} for eng, c in sorted(cov.items())}
@@ -394,8 +392,8 @@ def render_doc(card: dict) -> str:
                  f"{', '.join(map(str, c['tp']))} | {'yes' if True in c['expert_parallel'] else 'no'} | "
                  f"{c['max_isl']:,} in, {c['max_osl']:,} out, {c['max_context']:,} in all | {', '.join(c['regimes'])} | "
                  f"{', '.join(c['arrivals'])} | {knobs} | {c['max_prefix_hit_rate']:.0%} | "
-                 + (f"{'/'.join(map(str, c['spec_draft_tokens']))} at acceptance {c['spec_acceptance'][0]:.2f}–"
-                    f"{c['spec_acceptance'][1]:.2f} |" if c["spec_draft_tokens"] else "none |"))
+                 + ("; ".join(f"{m}, {k} drafts at acceptance {a:.2f}" for m, k, a in c["speculative"]) or "none")
+                 + " |")
     pcv, ps = card["public_coverage"], card["public_scoring"]
     L += ["", f"The public corpus: {ps['scored']} of {ps['rows']} rows scored ({ps['refused']} refused by the model); "
           f"model classes {', '.join(pcv['model_classes'])}; GPU class / weight format pairs "

@@ -125,6 +125,11 @@ def test_extrapolated(kw, why):
     ({"spec_draft_tokens": 3, "spec_acceptance": 0.7}, "speculative decoding"),
     ({"gpu": "b200", "spec_draft_tokens": 3, "spec_acceptance": 0.7}, "speculative decoding"),
     ({"prefix_hit_rate": 0.95}, "prefix caching"),
+    # measured: n-gram drafts at 0.99 and a draft model at 0: neither the middle of that span nor a drafter at the
+    # other's acceptance is
+    ({"spec_draft_tokens": 4, "spec_acceptance": 0.5}, "speculative decoding (n-gram)"),
+    ({"model": "Qwen/Qwen3-8B", "spec_draft_tokens": 4, "spec_acceptance": 0.99, "spec_draft_model": "Qwen/Qwen3-0.6B"},
+     "speculative decoding (draft model)"),
     ({"isl": 100_000, "osl": 1000, "max_model_len": None}, "context of"),
 ])
 def test_unsupported_feature(kw, why):
@@ -137,6 +142,8 @@ def test_unsupported_feature(kw, why):
 
 @pytest.mark.parametrize("kw", [
     {"spec_draft_tokens": 4, "spec_acceptance": 0.99},  # sitting 11: vLLM n-gram drafts, all accepted
+    # sitting 12: a Qwen3-0.6B draft model for Qwen3-8B, none accepted
+    {"model": "Qwen/Qwen3-8B", "spec_draft_tokens": 4, "spec_acceptance": 0.0, "spec_draft_model": "Qwen/Qwen3-0.6B"},
     {"prefix_hit_rate": 0.5},  # sitting 9: shared prefixes of 50 and 90 %
     {"isl": 32_768, "osl": 256},  # sitting 11: long prompts
 ])
