@@ -18,7 +18,7 @@ import numpy as np
 from capacity.calibration import Efficiency
 from capacity.model.formulas import compiled
 from capacity.model.kv import attended_tokens_decode
-from capacity.model.steptime import StepCosts
+from capacity.model.steptime import StepCosts, experts_read_per_gpu
 
 
 @dataclass(frozen=True)
@@ -128,9 +128,7 @@ class Stepper:
         cache = self._touched
         hit = cache.get(tokens)
         if hit is None:
-            c = self.costs
-            t = float(compiled("experts_touched")(c.num_experts, c.experts_per_token, max(tokens, 1e-9)))
-            hit = cache[tokens] = min(t * (c.experts_per_gpu / c.num_experts), c.experts_per_gpu)
+            hit = cache[tokens] = float(experts_read_per_gpu(self.costs, tokens, straggler=not self.ideal))
         return hit
 
     def _parts(self, d: float, decode_keys_per_seq: float, p: float, prefill_keys_per_token: float):

@@ -4,7 +4,7 @@ A step runs `d` decode sequences (one token each, mean context c) and `p` prefil
 attending s keys on average, summed over layers). Per GPU, with tensor parallel t:
 
   linear:    FLOPs 2·N_dense·T / t, bytes W_dense / t                 (T = d + p tokens)
-  experts:   FLOPs 2·k·N_expert·T·L_moe, bytes E_touched(T)·W_expert·L_moe
+  experts:   FLOPs 2·k·N_expert·T·L_moe, bytes E_touched(T)·W_expert·L_moe (the busiest GPU's under EP)
   attention: decode reads the KV of every sequence; prefill does 4·n_h·d_h·p·s FLOPs
   comms:     2 all-reduces per layer of T·h·2 bytes when t > 1
   overhead:  step + per-layer (more per MoE and per MLA layer) + per-sequence constants
@@ -28,6 +28,8 @@ max(ΣFLOPs ÷ peak, Σbytes ÷ bandwidth): a true lower bound on time.
 
 from __future__ import annotations
 
+import functools
+import math
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -139,6 +141,36 @@ class StepParts:
         return self.linear_bytes + self.expert_bytes + self.attention_bytes
 
 
+@functools.cache
+def expected_max_of_normals(n: int) -> float:
+    """E[max of n independent standard normals] (0 for one): how far the busiest of n GPUs sits above the mean."""
+    if n <= 1:
+        return 0.0
+    x = np.linspace(-8.0, 8.0, 4001)
+    pdf = np.exp(-x * x / 2) / math.sqrt(2 * math.pi)
+    cdf = 0.5 * (1 + np.vectorize(math.erf)(x / math.sqrt(2)))
+    return float(np.sum(x * n * pdf * cdf ** (n - 1)) * (x[1] - x[0]))
+
+
+def experts_read_per_gpu(c: StepCosts, tokens, straggler: bool = True):
+    """Distinct experts of one GPU that a step of `tokens` tokens loads, on the GPU the step waits for.
+
+    Each of the E experts is touched with probability p = 1 - (1 - k/E)^T (uniform routing). Without expert
+    parallelism every GPU holds a slice of every touched expert: E·p of them. With EP over n GPUs each holds e = E/n
+    experts and loads Binomial(e, p) of them; the step ends when the busiest GPU has, which reads about
+    e·p + z_n·sqrt(e·p·(1 - p)) experts (z_n the expected maximum of n standard normals: 1.03 at 4 GPUs, 1.42 at 8),
+    capped at e. At small decode batches that is up to 1.7× the mean (DeepSeek-R1 at EP 8, 4 sequences); real routing
+    is more skewed than uniform, so this is the least the straggler costs. `straggler` False (the ideal bound):
+    perfectly balanced GPUs, the mean."""
+    t = np.maximum(np.asarray(tokens, dtype=float), 1e-9)
+    p = compiled("experts_touched")(c.num_experts, c.experts_per_token, t) / c.num_experts
+    e = c.experts_per_gpu
+    mean = e * p
+    if c.ep > 1 and straggler:
+        mean = mean + expected_max_of_normals(c.ep) * np.sqrt(np.maximum(e * p * (1 - p), 0.0))
+    return np.minimum(mean, e)
+
+
 def step_parts(c: StepCosts, eff: Efficiency, decode_seqs, decode_context, prefill_tokens,
                prefill_keys_per_token, ideal: bool = False) -> StepParts:
     roof = compiled("roofline_time_s")
@@ -151,8 +183,7 @@ def step_parts(c: StepCosts, eff: Efficiency, decode_seqs, decode_context, prefi
     lin_flops = linear(c.dense_params, tokens) + linear(c.head_params, logits_tokens)
     lin_bytes = np.full_like(tokens, c.dense_weight_bytes)
     if c.moe_layers:
-        touched = compiled("experts_touched")(c.num_experts, c.experts_per_token, np.maximum(tokens, 1e-9))
-        touched = np.minimum(touched * (c.experts_per_gpu / c.num_experts), c.experts_per_gpu)
+        touched = experts_read_per_gpu(c, tokens, straggler=not ideal)
         exp_flops = 2 * c.experts_per_token * c.expert_params * tokens * c.moe_layers / c.ep
         exp_bytes = touched * c.expert_weight_bytes * c.moe_layers
     else:
