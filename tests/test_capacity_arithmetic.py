@@ -114,3 +114,19 @@ def test_gemma3_reported_kv_tokens_follow_vllms_hybrid_rule():
     per_request = 131_072 // 16 + 6 * ((1023 + 2 * 8192 + 15) // 16 + 1)
     assert plan.kv_capacity_tokens == int(plan.num_blocks / per_request * 131_072)
     assert plan.kv_capacity_tokens > 3.5 * plan.num_blocks // 7 * 16  # not blocks ÷ groups × block size
+
+
+def test_mla_down_projections_are_replicated_under_tensor_parallelism():
+    """vLLM and SGLang build DeepSeek's q_a and kv_a projections as replicated linears: each TP GPU holds them whole
+    (0.92 B parameters over DeepSeek-R1's 61 layers), the rest of attention is split."""
+    from capacity.model.architecture import load_model
+    from capacity.model.params import attention_params_per_gpu, count_params, replicated_attention_params
+
+    r1 = load_model("deepseek-ai/DeepSeek-R1")
+    rep = replicated_attention_params(r1)
+    assert rep == 61 * 7168 * (1536 + 512 + 64)
+    assert attention_params_per_gpu(r1, 8) == (count_params(r1).attention - rep) / 8 + rep
+    assert attention_params_per_gpu(r1, 1) == count_params(r1).attention
+    llama = load_model("meta-llama/Llama-3.1-8B")
+    assert replicated_attention_params(llama) == 0
+    assert attention_params_per_gpu(llama, 2) == count_params(llama).attention / 2

@@ -51,6 +51,21 @@ def attention_params_per_layer(m: ModelArch) -> int:
     return q + kv + o
 
 
+def replicated_attention_params(m: ModelArch) -> int:
+    """Attention parameters every tensor-parallel GPU holds whole, all layers: MLA's down-projections (q_a, and
+    kv_a with the RoPE key), which vLLM and SGLang build as replicated linears; 0 for other attention."""
+    if m.mla is None:
+        return 0
+    a = m.mla
+    return m.num_layers * m.hidden_size * ((a.q_lora_rank or 0) + a.kv_lora_rank + a.qk_rope_head_dim)
+
+
+def attention_params_per_gpu(m: ModelArch, tp: int) -> float:
+    """Attention parameters on one GPU of a TP group: the split part ÷ TP plus the replicated part."""
+    rep = replicated_attention_params(m)
+    return (count_params(m).attention - rep) / tp + rep
+
+
 def mlp_params(hidden: int, width: int, gated: bool) -> int:
     return (3 if gated else 2) * hidden * width
 

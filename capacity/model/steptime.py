@@ -39,7 +39,7 @@ from capacity.calibration import Efficiency
 from capacity.model.formulas import compiled
 from capacity.hardware import Gpu
 from capacity.model.kv import attended_tokens_decode, kv_bytes_per_token_per_layer
-from capacity.model.params import count_params, mlp_params
+from capacity.model.params import attention_params_per_gpu, count_params, mlp_params
 from capacity.model.weights import WeightBytes
 
 
@@ -80,7 +80,7 @@ def build_costs(m: ModelArch, w: WeightBytes, gpu: Gpu, compute_precision: str, 
                 async_scheduling: bool = True, exposed_host_s: float = 0.0) -> StepCosts:
     p = count_params(m)
     head = p.lm_head if p.lm_head else p.embedding
-    dense = (p.attention + p.dense_mlp + p.shared_experts + p.router) / tp
+    dense = attention_params_per_gpu(m, tp) + (p.dense_mlp + p.shared_experts + p.router) / tp
     moe = m.moe
     if m.mla is not None:
         a = m.mla

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from capacity.model.architecture import ModelArch
-from capacity.model.params import ParamCounts, count_params
+from capacity.model.params import ParamCounts, attention_params_per_gpu, count_params
 from capacity.model.precision import BYTES_PER_WEIGHT, HIGH_PRECISION_BYTES
 
 
@@ -62,7 +62,7 @@ def weight_bytes(m: ModelArch, weight_format: str, tp: int = 1, ep: int = 1) -> 
     return WeightBytes(
         embedding=embedding,
         lm_head=lm_head,
-        attention=p.attention * attn_b / tp,
+        attention=attention_params_per_gpu(m, tp) * attn_b,
         dense_mlp=p.dense_mlp * dense_b / tp,
         routed_experts=routed,
         expert=expert,
