@@ -46,6 +46,8 @@ class EngineProfile(BaseModel):
     lean_sampler_copies: float = Field(0.0, ge=0, description="fp32 logits-sized buffers per request alive in the lean "
                                                               "sampler warm-up")
     sampler_scratch_rows: int = Field(0, ge=0, description="vocab-wide fp32 rows of scratch the full sampler warm-up keeps")
+    spec_draft_rows: int = Field(0, ge=0, description="vocab-wide fp32 rows per request the speculative sampler's "
+                                 "warm-up adds (vLLM's V1 runner: one per draft token)")
     profile_overhead_bytes: float = Field(0.0, ge=0, description="fixed bytes the profile run adds to its peak")
     max_cudagraph_tokens: int = Field(512, ge=0, description="steps with more tokens run without CUDA graphs")
     in_flight_batches: int = Field(2, ge=1, description="batches scheduled but not finished (async scheduling: 2); "

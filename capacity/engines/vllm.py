@@ -103,6 +103,10 @@ def limits(gpu_memory_bytes: float | None, tp: int, overrides: Mapping[str, Any]
                                   overrides.get("max_num_batched_tokens") or MAX_NUM_BATCHED_TOKENS)
     update: dict[str, Any] = {"max_cudagraph_tokens": graphs} if graphs != PROFILE.max_cudagraph_tokens else {}
     if overrides.get("spec_draft_tokens"):  # speculative decoding: no async scheduling, the V1 runner (see PROFILE)
+        # its sampler warm-up also holds fp32 draft probabilities, one vocab-wide row per request per draft token:
+        # + 1024 x 4 x V x 4 bytes, 1.96 GiB for Llama-3.1-8B (sitting 11, n-gram: printed 3.85 against 1.88 GiB without
+        # it) and 2.32 GiB for Qwen3-8B (sitting 12, a draft model: 4.53 against 2.21); two models, two methods
+        update["spec_draft_rows"] = int(overrides["spec_draft_tokens"])
         update["async_scheduling"] = False
         update["lean_profile_run"] = False
     if overrides.get("spec_draft_tokens") and overrides.get("spec_draft_model"):  # a draft model: the scheduler keeps one slot per sequence for the draft's extra input token (sitting 12: "max_num_scheduled_tokens is set to 7168" = 8192 - 1024; 256 seqs x 4 drafts gives the same number, one point cannot tell)

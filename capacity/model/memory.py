@@ -79,7 +79,8 @@ def activation_peak_bytes(m: ModelArch, profile: EngineProfile, tp: int, ep: int
     Sampler warm-up: the workspace and the hidden states the run keeps, plus the sampler's own buffers:
     full path (vLLM's V1 runner) bf16 logits + fp32 copy + probabilities + exponential noise = 3.5 fp32 logits
     per request (`sampler_copies`) and a top-k/top-p scratch of `sampler_scratch_rows` vocab-wide fp32 rows; lean
-    path (`lean_profile`) the bf16 logits alone (`lean_sampler_copies`). Logits are all-gathered: the vocabulary
+    path (`lean_profile`) the bf16 logits alone (`lean_sampler_copies`); with speculative decoding the full path also
+    holds fp32 draft probabilities, `spec_draft_rows` rows per request. Logits are all-gathered: the vocabulary
     is not divided by TP. vLLM 0.26.0 on an H200 printed 2.68, 1.87, 2.87 GiB for Qwen3-30B-A3B, Mixtral-8x7B,
     gpt-oss-20b (full path: the sampler sets their peaks) and 1.1, 1.29, 1.24, 1.09 GiB for Llama-3.1-8B,
     Qwen3-8B, Gemma 3 27B, DeepSeek-V2-Lite (lean path: the forward does); tests/test_activation_peak.py checks
@@ -101,7 +102,8 @@ def activation_peak_bytes(m: ModelArch, profile: EngineProfile, tp: int, ep: int
     if lean_profile(m, profile):
         sampler = profile.lean_sampler_copies * reqs * m.vocab_size * 4
     else:
-        sampler = (profile.sampler_copies * reqs + min(profile.sampler_scratch_rows, reqs)) * m.vocab_size * 4
+        sampler = ((profile.sampler_copies + profile.spec_draft_rows) * reqs
+                   + min(profile.sampler_scratch_rows, reqs)) * m.vocab_size * 4
     kept = workspace + tokens * h * 2 if sampler else 0.0
     return max(forward, kept + sampler) + profile.profile_overhead_bytes
 
