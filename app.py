@@ -126,6 +126,27 @@ def workload_inputs(sb) -> tuple[int, int]:
     return isl, osl
 
 
+NGRAM = "n-gram (prompt lookup, no draft model)"
+
+
+def feature_inputs(sb) -> dict:
+    """Prefix caching and speculative decoding → Scenario fields (defaults: neither)."""
+    ex = sb.expander("Prefix cache and speculative decoding")
+    hit = ex.slider("Prefix-cache hit rate", 0.0, 0.95, 0.0, 0.05, key="prefix_hit",
+                    help="share of prompt tokens already cached (shared system prompts, multi-turn chats)")
+    k = int(ex.number_input("Draft tokens per step", 0, 16, 0, 1, key="spec_k",
+                            help="speculative decoding: tokens drafted per verification step (0 = off)"))
+    if not k:
+        return {"prefix_hit_rate": hit}
+    drafter = ex.selectbox("Drafter", [NGRAM] + catalog_ids(), key="spec_drafter",
+                           help="a draft model is priced from its own architecture (its forwards, weights and KV "
+                                "cache); n-gram drafts cost no model step")
+    acc = ex.slider("Acceptance per draft token", 0.0, 0.99, 0.7, 0.01, key="spec_acc",
+                    help="measure it: vLLM's counters (accepted ÷ drafted tokens)")
+    return {"prefix_hit_rate": hit, "spec_draft_tokens": k, "spec_acceptance": acc,
+            "spec_draft_model": None if drafter == NGRAM else drafter}
+
+
 def objective_inputs(sb) -> tuple[float, float, float]:
     """Latency objectives and target load → (TTFT ms, ITL ms, requests/s)."""
     sb.header("Objectives")
@@ -163,12 +184,14 @@ def sidebar() -> tuple[Scenario, float, float, float, str]:
     num_gpus, tp, precision, kv, engine = deployment_inputs(sb)
     price = price_input(sb, default_price, price_key)
     isl, osl = workload_inputs(sb)
+    features = feature_inputs(sb)
     ttft_ms, itl_ms, target = objective_inputs(sb)
     measurements_input(sb)
     if model_error or gpu_error:
         raise InputError(gpu_error or model_error)
     s = Scenario(model=model, gpu=gpu, num_gpus=num_gpus, tp=tp, precision=precision, kv_precision=kv,
-                 engine=engine, ideal=engine == "ideal", isl=isl, osl=osl, price_usd_per_gpu_hour=price or None)
+                 engine=engine, ideal=engine == "ideal", isl=isl, osl=osl, price_usd_per_gpu_hour=price or None,
+                 **features)
     return s, ttft_ms / 1e3, itl_ms / 1e3, target, display
 
 

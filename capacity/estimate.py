@@ -160,8 +160,12 @@ def plan_for(s: Scenario) -> Plan:
                              max_cudagraph_tokens=s.max_cudagraph_tokens,
                              spec_draft_tokens=s.spec_draft_tokens if speculating(s) else None,
                              spec_draft_model=s.spec_draft_model if speculating(s) else None)
+    model = load_model(s.model)
     draft = load_model(s.spec_draft_model) if s.spec_draft_model and s.spec_draft_tokens else None
-    return make_plan(load_model(s.model), gpu, s.precision, s.kv_precision, profile, s.num_gpus, s.tp,
+    if draft is not None and draft.vocab_size != model.vocab_size:  # the target verifies the draft's token ids
+        raise WorkloadError(f"spec_draft_model {s.spec_draft_model}: its vocabulary ({draft.vocab_size:,} tokens) is "
+                            f"not the target's ({model.vocab_size:,}); a draft model must share the target's tokenizer")
+    return make_plan(model, gpu, s.precision, s.kv_precision, profile, s.num_gpus, s.tp,
                      s.expert_parallel, s.isl + s.osl, s.max_model_len, draft)
 
 

@@ -313,3 +313,26 @@ def test_simulator_points_on_the_load_curve_are_the_estimates(empty_corpus):
     at.toggle(key="simulate_curve").set_value(True)
     rerun(at)
     assert "Blue squares: the step simulator at" in page_text(at)
+
+
+def test_speculative_decoding_and_prefix_cache_reach_the_estimate(empty_corpus):
+    """The sidebar's prefix-cache and speculative inputs become the Scenario's fields: the headline is the capacity
+    API's for that scenario, a draft model included (priced from its own architecture)."""
+    at = run_app()
+    at.sidebar.selectbox(key="model").set_value("Qwen/Qwen3-8B")  # Qwen3-0.6B shares its vocabulary
+    at.sidebar.slider(key="prefix_hit").set_value(0.5)
+    at.sidebar.number_input(key="spec_k").set_value(4)
+    at = rerun(at)
+    at.sidebar.selectbox(key="spec_drafter").set_value("Qwen/Qwen3-0.6B")
+    at.sidebar.slider(key="spec_acc").set_value(0.6)
+    at = rerun(at)
+    assert not at.error
+    s = Scenario(model="Qwen/Qwen3-8B", prefix_hit_rate=0.5, spec_draft_tokens=4, spec_acceptance=0.6,
+                 spec_draft_model="Qwen/Qwen3-0.6B")
+    shown = metrics(at)
+    for label, value in expected(s).items():
+        assert shown[label] == value, label
+    assert any(shown[k] != v for k, v in expected(Scenario(model="Qwen/Qwen3-8B")).items())  # the inputs changed it
+    at.sidebar.selectbox(key="model").set_value("meta-llama/Llama-3.1-8B")  # another tokenizer: one line, no traceback
+    at = rerun(at)
+    assert not at.exception and any("vocabulary" in e.value for e in at.error)

@@ -5,6 +5,7 @@ import pytest
 
 from capacity.cli import main
 from capacity.estimate import Scenario, calibration_for, estimate, plan_for
+from capacity.errors import WorkloadError
 from capacity.loadmodel.workload import Extras, _decode_step
 
 S12 = dict(model="Qwen/Qwen3-8B", isl=1024, osl=256, spec_draft_tokens=4, spec_draft_model="Qwen/Qwen3-0.6B",
@@ -62,3 +63,13 @@ def test_cli_bad_draft_model(capsys):
     assert main(["estimate", "--model", "Qwen/Qwen3-8B", "--spec-draft-tokens", "4", "--spec-draft-model", "no/such"]) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith("UnknownModelError") and "\n" not in err
+
+
+def test_a_draft_with_another_vocabulary_is_refused_in_one_line(capsys):
+    """The target verifies the draft's token ids: Qwen3-0.6B cannot draft for Llama-3.1-8B (151,936 vs 128,256)."""
+    with pytest.raises(WorkloadError, match="not the target's"):
+        plan_for(Scenario(**{**S12, "model": "meta-llama/Llama-3.1-8B"}))
+    rc = main(["estimate", "--model", "meta-llama/Llama-3.1-8B", "--spec-draft-tokens", "4", "--spec-acceptance", "0.5",
+               "--spec-draft-model", "Qwen/Qwen3-0.6B"])
+    err = capsys.readouterr().err.strip()
+    assert rc == 2 and "\n" not in err and "vocabulary" in err
