@@ -80,7 +80,8 @@ def build_costs(m: ModelArch, w: WeightBytes, gpu: Gpu, compute_precision: str, 
                 async_scheduling: bool = True, exposed_host_s: float = 0.0) -> StepCosts:
     p = count_params(m)
     head = p.lm_head if p.lm_head else p.embedding
-    dense = attention_params_per_gpu(m, tp) + (p.dense_mlp + p.shared_experts + p.router) / tp
+    # the MoE router is a replicated linear (its bytes sit whole in weights.py's `other`): its FLOPs are not split
+    dense = attention_params_per_gpu(m, tp) + (p.dense_mlp + p.shared_experts) / tp + p.router
     moe = m.moe
     if m.mla is not None:
         a = m.mla
