@@ -192,8 +192,7 @@ def load_context(plan: Plan, cal: Calibration, s: Scenario, isl, osl) -> LoadCon
                   np.asarray(plan.max_concurrent(np.asarray(isl)), dtype=float))
     budget = plan.profile.max_num_scheduled_tokens or plan.profile.max_num_batched_tokens
     return LoadContext(plan.costs, cal.efficiency, budget, slots, s.ideal,
-                       Extras(s.prefix_hit_rate, s.spec_acceptance, s.spec_draft_tokens, s.spec_draft_cost,
-                              bool(s.spec_draft_model)),
+                       Extras(s.prefix_hit_rate, s.spec_acceptance, s.spec_draft_tokens, s.spec_draft_cost),
                        plan.profile.mixed_prefill)
 
 

@@ -18,7 +18,7 @@ from capacity.model.memory import MemoryPlan, blocks_per_sequence, max_sequences
 from capacity.model.params import active_params_per_token, count_params
 from capacity.model.precision import compute_precision, kv_bytes_per_element, resolve_weight_format
 from capacity.model.steptime import StepCosts, build_costs, draft_costs
-from capacity.units import GB
+from capacity.units import GB, KiB
 from capacity.model.weights import WeightBytes, weight_bytes
 
 
@@ -103,13 +103,9 @@ def make_plan(m: ModelArch, gpu: Gpu, precision: str, kv_precision: str, profile
                                    profile.async_scheduling, profile.exposed_step_host_s)
     if draft is not None:
         costs = replace(costs, draft=draft_costs(draft, w_draft, gpu, kv_b, tp, profile.draft_forward_host_s))
-        notes.append(f"draft model {draft.name}: bf16 weights, {k_fmt(draft_kv * tp)} of KV per token on top of the "
+        notes.append(f"draft model {draft.name}: bf16 weights, {draft_kv * tp / KiB:,.0f} KiB of KV per token on top of the "
                      "target's; its forwards priced op by op after each verification step")
     return Plan(m, gpu, profile, fmt, cp, kv_b, tp, ep, num_gpus // tp, w, mem, costs,
                 count_params(m).total, active_params_per_token(m),
                 kv_bytes_per_token(m, kv_b, 1) + (kv_bytes_per_token(draft, kv_b, 1) if draft is not None else 0.0),
                 tuple(notes))
-
-
-def k_fmt(b: float) -> str:
-    return f"{b / 1024:,.0f} KiB"

@@ -16,7 +16,7 @@ def _step(draft: str | None, k: int, d: float = 16.0) -> float:
     s = Scenario(**{**S12, "spec_draft_model": draft, "spec_draft_tokens": k})
     p = plan_for(s)
     eff = calibration_for(s, p).efficiency
-    return float(_decode_step(p.costs, eff, np.asarray(d), 1152.0, False, Extras(0.0, 0.0, k, 0.0, draft is not None)))
+    return float(_decode_step(p.costs, eff, np.asarray(d), 1152.0, False, Extras(0.0, 0.0, k, 0.0)))
 
 
 def test_draft_cost_grows_with_k():

@@ -109,8 +109,12 @@ def limits(gpu_memory_bytes: float | None, tp: int, overrides: Mapping[str, Any]
         update["spec_draft_rows"] = int(overrides["spec_draft_tokens"])
         update["async_scheduling"] = False
         update["lean_profile_run"] = False
-    if overrides.get("spec_draft_tokens") and overrides.get("spec_draft_model"):  # a draft model: the scheduler keeps one slot per sequence for the draft's extra input token (sitting 12: "max_num_scheduled_tokens is set to 7168" = 8192 - 1024; 256 seqs x 4 drafts gives the same number, one point cannot tell)
-        update["max_num_scheduled_tokens"] = max((overrides.get("max_num_batched_tokens") or MAX_NUM_BATCHED_TOKENS) - (overrides.get("max_num_seqs") or MAX_NUM_SEQS), 1)
+        if overrides.get("spec_draft_model"):
+            # a draft model: the scheduler keeps one slot per sequence for the draft's extra input token (sitting 12:
+            # "max_num_scheduled_tokens is set to 7168" = 8192 - 1024; 256 seqs x 4 drafts gives the same number, one
+            # point cannot tell)
+            budget = overrides.get("max_num_batched_tokens") or MAX_NUM_BATCHED_TOKENS
+            update["max_num_scheduled_tokens"] = max(budget - (overrides.get("max_num_seqs") or MAX_NUM_SEQS), 1)
     return PROFILE.model_copy(update=update) if update else PROFILE
 
 

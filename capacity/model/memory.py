@@ -144,10 +144,8 @@ def plan_memory(m: ModelArch, usable_bytes: float, weight_bytes: float, kv_bytes
     per_token_layer = kv_bytes_per_token_per_layer(m, kv_bytes, tp)
     groups, layers_per_group = kv_groups(m)
     page = per_token_layer * profile.block_size_tokens
-    if extra_kv_bytes_per_token:
-        num_blocks = max(0, int(kv_mem // (page * layers_per_group + extra_kv_bytes_per_token * profile.block_size_tokens)))
-    else:
-        num_blocks = max(0, int(kv_mem // page // layers_per_group)) if kv_mem > 0 else 0
+    block_bytes = page * layers_per_group + extra_kv_bytes_per_token * profile.block_size_tokens
+    num_blocks = max(0, int(kv_mem // block_bytes)) if kv_mem > 0 else 0
     tokens = reported_tokens(m, num_blocks, groups, layers_per_group, profile,
                              max_model_len or m.max_position_embeddings)
     return MemoryPlan(usable_bytes, budget, weight_bytes, act, profile.non_torch_bytes, graphs,
