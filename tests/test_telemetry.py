@@ -23,6 +23,7 @@ vllm:request_success_total{engine="0",finished_reason="length",model_name="m"} 9
 vllm:request_success_total{engine="0",finished_reason="stop",model_name="m"} 1.0
 vllm:time_to_first_token_seconds_bucket{engine="0",le="0.1",model_name="m"} 3.0
 vllm:time_to_first_token_seconds_sum{engine="0",model_name="m"} 0.7
+vllm:time_to_first_token_seconds_count{engine="0",model_name="m"} 10.0
 vllm:generation_tokens_total{engine="0",model_name="m"} NaN
 """
 
@@ -33,6 +34,17 @@ def test_vllm_page():
     assert values["kv_usage"] == 0.75  # a share: averaged
     assert values["prefix_cache_hits"] == 250 and values["preemptions"] == 4 and values["requests_finished"] == 10
     assert "generation_tokens" not in values  # NaN is not a value
+    assert values["ttft_sum_s"] == 0.7 and values["ttft_count"] == 10  # a histogram's sum and count, not buckets
+
+
+def test_engine_latency_means_are_deltas_of_histogram_sums():
+    """The point's own requests only: the means come from the change in _sum over the change in _count."""
+    before = {"ttft_sum_s": 5.0, "ttft_count": 10, "queue_sum_s": 1.0, "queue_count": 10}
+    after = {"ttft_sum_s": 7.0, "ttft_count": 20, "queue_sum_s": 1.5, "queue_count": 20}
+    t = summarize([Sample(t_s=-0.01, values=before), Sample(t_s=1, values=after)])
+    assert t.engine_mean_ttft_s == pytest.approx(0.2) and t.engine_mean_queue_s == pytest.approx(0.05)
+    assert t.engine_mean_prefill_s is None  # not on the page: nothing invented
+    assert "engine TTFT 200 ms (queued 50 ms)" in t.describe()
 
 
 def test_sglang_page_hit_rate_from_cached_and_prompt_tokens():

@@ -358,6 +358,8 @@ def test_engine_counters_per_point(vllm_server: Server, tmp_path: Path, shared: 
     # the warm-up request put the shared part in the cache; each measured one hits its whole blocks (128 tokens)
     assert t.prefix_cache_hit_rate == (0.0 if shared == 0 else 0.5)
     assert t.flags == [], t.flags
+    # the engine's own clock starts after the client's and stops before it: never a longer TTFT
+    assert 0 < t.engine_mean_ttft_s <= point.mean_ttft_s and 0 <= t.engine_mean_queue_s <= t.engine_mean_ttft_s
     (series,) = ResultsDir(out).telemetry()
     assert series.load == point.load and len(series.t_s) == t.samples
     assert series.columns["prompt_tokens"][-1] - series.columns["prompt_tokens"][0] == t.prompt_tokens

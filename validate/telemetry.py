@@ -3,7 +3,8 @@
 Before a point, every second during it and after it, the runner reads the server's ``/metrics`` and keeps the
 quantities each engine adapter names in its ``METRICS`` table (validate/engines/<name>.py): requests running and
 waiting, KV-cache usage, preemptions, prefix-cache queries and hits, speculative drafts and accepted tokens, prompt
-and generation token counters. A point stores a summary (:class:`EngineTelemetry`: counter deltas over the point,
+and generation token counters, and the sums and counts of the engine's own latency histograms (time to first
+token, time queued, time prefilling, as the engine clocks them from a request's arrival in its front-end). A point stores a summary (:class:`EngineTelemetry`: counter deltas over the point,
 gauge means and peaks, and flags where the counters contradict the workload) and the series beside it
 (telemetry.jsonl, one line per point). A server without ``/metrics`` (``transformers serve``) gives none: the
 point says so, nothing is invented.
@@ -22,8 +23,11 @@ from collections.abc import Mapping
 import httpx
 from pydantic import BaseModel, ConfigDict, Field
 
+# Latency histograms are read as their _sum and _count counters: the point's mean is delta(sum) / delta(count).
+LATENCIES = ("ttft", "queue", "prefill")
 COUNTERS = ("prompt_tokens", "generation_tokens", "prefix_cache_queries", "prefix_cache_hits", "preemptions",
-            "spec_drafts", "spec_draft_tokens", "spec_accepted_tokens", "requests_finished")
+            "spec_drafts", "spec_draft_tokens", "spec_accepted_tokens", "requests_finished",
+            *(f"{name}_{part}" for name in LATENCIES for part in ("sum_s", "count")))
 GAUGES = ("running", "waiting", "kv_usage")
 QUANTITIES = COUNTERS + GAUGES
 KV_FULL = 0.99  # KV-cache usage from which the cache counts as full
@@ -34,7 +38,8 @@ SCRAPE_TIMEOUT_S = 5.0
 def parse_prometheus(text: str, names: Mapping[str, tuple[str, ...]]) -> dict[str, float]:
     """The quantities of ``names`` (quantity -> metric names, first found wins) from a Prometheus text page.
 
-    Histogram and summary series (_bucket, _sum, _count, _created) are not read; a value that is not a finite
+    Histogram buckets and _created series are not read (a histogram's _sum and _count are, where ``names`` names
+    them); a value that is not a finite
     number is skipped. A counter may be exposed with or without its ``_total`` suffix."""
     by_metric: dict[str, list[float]] = {}
     for line in text.splitlines():
@@ -105,6 +110,13 @@ class EngineTelemetry(BaseModel):
     spec_draft_tokens: float | None = None
     spec_accepted_tokens: float | None = None
     spec_acceptance_rate: float | None = Field(default=None, description="accepted / drafted tokens")
+    engine_mean_ttft_s: float | None = Field(
+        default=None, description="the engine's own mean TTFT over the point's requests, from its arrival in the "
+        "engine's front-end to the first token leaving it (the client's TTFT adds HTTP, queueing before the "
+        "front-end and streaming)")
+    engine_mean_queue_s: float | None = Field(default=None, description="the engine's mean time waiting to be scheduled")
+    engine_mean_prefill_s: float | None = Field(default=None, description="the engine's mean time from first "
+                                                "scheduled to first token")
     mean_running: float | None = None
     max_running: float | None = None
     mean_waiting: float | None = None
@@ -125,6 +137,9 @@ class EngineTelemetry(BaseModel):
             parts.append(f"{self.preemptions:.0f} preemptions")
         if self.kv_full_fraction:
             parts.append(f"KV full for {self.kv_full_fraction:.0%} of the point")
+        if self.engine_mean_ttft_s is not None:
+            parts.append(f"engine TTFT {self.engine_mean_ttft_s * 1e3:.0f} ms" + (
+                f" (queued {self.engine_mean_queue_s * 1e3:.0f} ms)" if self.engine_mean_queue_s is not None else ""))
         if self.spec_acceptance_rate is not None:
             parts.append(f"draft acceptance {self.spec_acceptance_rate:.0%}")
         parts += [f"FLAG {f}" for f in self.flags]
@@ -165,6 +180,7 @@ def summarize(samples: list[Sample], intended_hit_rate: float = 0.0) -> EngineTe
         mean_running=sum(running) / len(running) if running else None, max_running=max(running, default=None),
         mean_waiting=sum(waiting) / len(waiting) if waiting else None, max_waiting=max(waiting, default=None),
         max_kv_usage=max(kv, default=None),
+        **{f"engine_mean_{name}_s": _ratio(d[f"{name}_sum_s"], d[f"{name}_count"]) for name in LATENCIES},
         kv_full_fraction=sum(u >= KV_FULL for u in kv) / len(kv) if kv else None)
     out.flags = contradictions(out, intended_hit_rate)
     return out

@@ -26,6 +26,10 @@ METRICS = {
     "running": ("sglang:num_running_reqs",),
     "waiting": ("sglang:num_queue_reqs",),
     "kv_usage": ("sglang:token_usage",),
+    "ttft_sum_s": ("sglang:time_to_first_token_seconds_sum",),
+    "ttft_count": ("sglang:time_to_first_token_seconds_count",),
+    "queue_sum_s": ("sglang:queue_time_seconds_sum",),
+    "queue_count": ("sglang:queue_time_seconds_count",),
 }
 
 

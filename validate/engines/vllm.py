@@ -31,6 +31,12 @@ METRICS = {
     "running": ("vllm:num_requests_running",),
     "waiting": ("vllm:num_requests_waiting",),
     "kv_usage": ("vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc"),
+    "ttft_sum_s": ("vllm:time_to_first_token_seconds_sum",),
+    "ttft_count": ("vllm:time_to_first_token_seconds_count",),
+    "queue_sum_s": ("vllm:request_queue_time_seconds_sum",),
+    "queue_count": ("vllm:request_queue_time_seconds_count",),
+    "prefill_sum_s": ("vllm:request_prefill_time_seconds_sum",),
+    "prefill_count": ("vllm:request_prefill_time_seconds_count",),
 }
 
 
