@@ -87,7 +87,7 @@ pipdl $DOWNLOAD
 for spec in $REUSE; do
   want=$((want+1))
   name=$(norm "${spec%%==*}"); ver=${spec##*==}
-  src=$(find "$vllm_wheels" -maxdepth 1 -iname "${name}-${ver}-*.whl" 2>/dev/null | head -1)
+  src=$(find "$vllm_wheels" -maxdepth 1 -iname "${name}-${ver}-*.whl" 2>/dev/null | head -1 || true)  # no such folder: download
   if [ -n "$src" ]; then cp "$src" "$dest/wheels/"; else pipdl "$spec"; fi
 done
 got=$(ls "$dest/wheels"/*.whl | wc -l)
