@@ -33,7 +33,7 @@ def points(spec: list[dict]):
         for isl, osl, *own in cfg["shapes"]:
             opts = own[1] if len(own) > 1 else {}
             args = list(opts.get("sweep_args", []))
-            extra: dict = dict(flags)
+            extra: dict = {**flags, "engine": cfg.get("engine", "vllm")}  # the server's engine, its profile and calibration
             if "--length-dist" in args:
                 kind, _, ratio = args[args.index("--length-dist") + 1].partition(":")
                 extra.update(length_dist=kind, length_ratio=float(ratio or 0))
@@ -64,8 +64,9 @@ def main() -> None:
                 except CapacityError as exc:
                     e = {"error": str(exc)}
                 f.write(json.dumps({"run": f"{cfg.get('name')}/{folder}", "model": s.model, "precision": s.precision,
-                                    "kv_precision": s.kv_precision,
-                                    "isl": isl, "osl": osl, "load": load, "num_requests": n, "method": method, **extra,
+                                    "kv_precision": s.kv_precision, "engine": s.engine,
+                                    "isl": isl, "osl": osl, "load": load, "num_requests": n, "method": method,
+                                    **{k: v for k, v in extra.items() if k != "engine"},
                                     "predicted_at_commit": commit, "date": str(date.today()),
                                     **{k: e.get(k) for k in KEEP}, "error": e.get("error")}) + "\n")
 

@@ -77,6 +77,28 @@ def test_vllm_graphs_follow_its_sequence_limit():
     assert engine_profile("vllm", max_num_seqs=128, max_cudagraph_tokens=1024).max_cudagraph_tokens == 1024
 
 
+def test_sglang_prefill_graphs_reach_its_chunk_decode_graphs_256_sequences():
+    """SGLang 0.5.17 replays prefill graphs up to its chunk (its start-up log captures 4 … 8,192 tokens) and decode
+    graphs up to 256 sequences: a lone 4,096-token prompt pays no op-by-op launch there and does on vLLM at default
+    graphs; a decode step of 300 sequences pays it on SGLang. --disable-cuda-graph turns both off."""
+    from capacity import plan_for
+    from capacity.calibration import shipped_calibrations
+    from capacity.model.steptime import step_parts
+
+    def launch_s(engine: str, decode: float, prefill: float, **kw) -> float:
+        plan = plan_for(Scenario(model="Qwen/Qwen3-30B-A3B", gpu="h200-sxm", engine=engine, isl=4096, osl=16, **kw))
+        eff = shipped_calibrations()[(engine, "h200-sxm", "bf16")].efficiency
+        return float(step_parts(plan.costs, eff, decode, 4096.0, prefill, 2048.0 * 48).launch_s)
+
+    prof = engine_profile("sglang", H200)
+    assert (prof.max_cudagraph_tokens, prof.max_prefill_graph_tokens) == (256, 8192)
+    assert engine_profile("sglang", H200, max_cudagraph_tokens=0).max_prefill_graph_tokens == 0
+    assert engine_profile("vllm").max_prefill_graph_tokens is None  # one graph limit for every step
+    assert launch_s("sglang", 0, 4096) == 0 < launch_s("vllm", 0, 4096)
+    assert launch_s("sglang", 300, 0) > 0 == launch_s("sglang", 200, 0)
+    assert launch_s("sglang", 0, 4096, max_cudagraph_tokens=0) > 0
+
+
 def test_eager_reads_as_no_graphs():
     assert scenario_from_argv(["vllm", "serve", "m", "--enforce-eager"]) == {"max_cudagraph_tokens": 0}
     table = capacity_engines.get("vllm").flags

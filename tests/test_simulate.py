@@ -166,6 +166,10 @@ def reference_simulate(engine: EngineContext, traffic: Traffic, isl: int, osl: i
             chunks.append((i, min(target[i] - done[i], budget)))
             budget -= chunks[-1][1]
         while waiting and budget > 0 and len(running) < engine.max_num_seqs and alloc.sum() + table[target[waiting[0]]] <= N:
+            most = np.maximum.accumulate(table)  # blocks held at most up to a context (sliding windows shrink)
+            if engine.reserve_output and running and (sum(most[I[j] + O[j]] for j in running)
+                                                      + most[I[waiting[0]] + O[waiting[0]]]) > N:
+                break  # SGLang: the whole final lengths must fit together
             i = waiting.pop(0)
             alloc[i] = table[target[i]]
             done[i] = cached0[i] if gen[i] == 0 else 0
@@ -260,14 +264,18 @@ def test_simulator_equals_a_plain_step_by_step_scheduler(model, engine, ideal, l
 
 
 def test_a_stuck_scheduler_raises_instead_of_running_forever():
-    """Unmixed prefill (SGLang) with a small cache and chunked prompts: a prompt admitted into the blocks the decodes
-    need next is preempted by them and admitted again, step after step, and no decode ever runs. The simulator
-    says so instead of looping (it used to hang here)."""
+    """Unmixed prefill admitted by the prompt's blocks alone, with a small cache and chunked prompts: a prompt admitted
+    into the blocks the decodes need next is preempted by them and admitted again, step after step, and no decode
+    ever runs. The simulator says so instead of looping (it used to hang here). SGLang's own rule, admitting by the
+    whole final length (reserve_output), never gets there: the same run finishes."""
     eng = dataclasses.replace(small_engine("meta-llama/Llama-3.1-8B", "sglang", False), prefix_hit_rate=0.5,
                               num_blocks=4783, token_budget=700, admission_s=0.003, request_overhead_s=0.01)
     t = Traffic(kind="burst", value=19, length_dist="uniform", length_ratio=0.8, seed=2)
     with pytest.raises(WorkloadError, match="the scheduler is stuck"):
-        simulate(eng, t, 1474, 120)
+        simulate(dataclasses.replace(eng, reserve_output=False), t, 1474, 120)
+    assert eng.reserve_output
+    done = simulate(eng, t, 1474, 120)
+    assert done.preemptions == 0 and np.isfinite(done.end_s).all()
 
 
 def test_sync_equals_the_closed_form():

@@ -108,3 +108,17 @@ def test_gemma3_folder_has_the_processor_vllm_builds(vllm_python, tmp_path):
     assert facts == {"processor": "Gemma3Processor", "image_seq_length": 256, "boi": 255_999, "image": 262_144,
                      "newlines": [107, 108, 109, 110]}
 
+
+
+def test_one_naming_rule_for_the_catalog_on_both_sides():
+    """capacity/model_configs/__init__.py names the catalog's files; validate (which loads it by path, not importing
+    the model) and capacity read the same ids from the same files, and a campaign's draft folder name maps back."""
+    from capacity import model_configs
+    from capacity.engines.flags import draft_model_id
+    from capacity.model.architecture import catalog_ids as capacity_ids
+    from validate.modeldir import catalog_file_stem, catalog_ids as validate_ids
+
+    assert validate_ids() == capacity_ids() and "Qwen/Qwen3-8B" in validate_ids()
+    for model_id in validate_ids():
+        assert model_configs.model_id(catalog_file_stem(model_id)) == model_id
+    assert draft_model_id(f"/tmp/models/{catalog_file_stem('Qwen/Qwen3-0.6B')}") == "Qwen/Qwen3-0.6B"

@@ -8,8 +8,10 @@ not depend on weight values, so any architecture can be benchmarked without down
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import importlib.machinery
+import importlib.util
 import importlib.resources
 import json
 import sys
@@ -57,8 +59,24 @@ def _configs_dir() -> Path:
         raise ModelDirError(f"cannot find the model catalog package {CONFIG_PACKAGE}: {err}") from None
 
 
+@functools.cache
+def _naming() -> Any:
+    """capacity/model_configs/__init__.py (the catalog's naming rule), loaded by path: it imports nothing."""
+    path = _configs_dir() / "__init__.py"
+    spec = importlib.util.spec_from_file_location("_llmcap_catalog_naming", path)
+    if spec is None or spec.loader is None:
+        raise ModelDirError(f"{path}: cannot load the model catalog's naming rule")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def catalog_file_stem(model_id: str) -> str:
+    return _naming().file_stem(model_id)
+
+
 def catalog_ids() -> list[str]:
-    return sorted(p.stem.replace("--", "/", 1) for p in _configs_dir().glob("*.json"))
+    return sorted(_naming().model_id(p.stem) for p in _configs_dir().glob("*.json"))
 
 
 def _read_json(path: Path) -> dict[str, Any]:
@@ -78,10 +96,9 @@ def resolve_config(model: str) -> tuple[str, Path]:
         return path.name, path / "config.json"
     if path.is_file():
         return path.parent.name if path.name == "config.json" else path.stem, path
-    name = model.replace("/", "--", 1)
-    candidate = _configs_dir() / f"{name}.json"
+    candidate = _configs_dir() / f"{catalog_file_stem(model)}.json"
     if candidate.is_file():
-        return model.replace("--", "/", 1), candidate
+        return _naming().model_id(model), candidate
     known = catalog_ids()
     lowered = [k for k in known if model.lower().split("/")[-1] in k.lower()]
     hint = f" (did you mean: {', '.join(lowered[:3])}?)" if lowered else f" (catalog: {', '.join(known)})"

@@ -50,8 +50,14 @@ class EngineProfile(BaseModel):
                                  "warm-up adds (vLLM's V1 runner: one per draft token)")
     profile_overhead_bytes: float = Field(0.0, ge=0, description="fixed bytes the profile run adds to its peak")
     max_cudagraph_tokens: int = Field(512, ge=0, description="steps with more tokens run without CUDA graphs")
+    max_prefill_graph_tokens: int | None = Field(None, ge=0, description="steps carrying a prompt chunk run graphed up "
+                                                 "to this many tokens (SGLang's prefill graphs); None: the one graph "
+                                                 "limit of every step (max_cudagraph_tokens; vLLM)")
     in_flight_batches: int = Field(2, ge=1, description="batches scheduled but not finished (async scheduling: 2); "
                                    "a sliding-window group may hold window − 1 + this × token budget tokens")
+    reserve_output_at_admission: bool = Field(False, description="a request is admitted only when its whole final "
+                                              "length fits beside the running requests' (SGLang); False: when its "
+                                              "prompt's blocks are free (vLLM)")
     mixed_prefill: bool = Field(True, description="prefill chunks ride in decode steps (vLLM); False: a prefill "
                                                   "batch runs alone while running sequences wait (SGLang's default)")
     lean_profile_run: bool = Field(True, description="False: every model is profiled on the full path (vLLM's V1 model "

@@ -55,13 +55,15 @@ def draft_model_id(value: str) -> str:
     `Qwen--Qwen3-0.6B/` for `Qwen/Qwen3-0.6B`); anything else is kept as given (a config.json path)."""
     import importlib.resources
 
+    from capacity import model_configs
+
     last = value.rstrip("/").rsplit("/", 1)[-1]
-    stem = last if "--" in last else value.replace("/", "--")
+    stem = last if model_configs.SEPARATOR in last else model_configs.file_stem(value)
     try:
         known = importlib.resources.files("capacity.model_configs").joinpath(f"{stem}.json").is_file()
     except (ModuleNotFoundError, OSError, ValueError):
         known = False
-    return stem.replace("--", "/", 1) if known else value
+    return model_configs.model_id(stem) if known else value
 
 
 def speculative_config(text: str) -> dict[str, Any]:

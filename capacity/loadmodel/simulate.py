@@ -10,7 +10,12 @@ engine does not mix prefill into decode steps) decides which tokens run, the ste
 * **then partial prefills**, then **waiting requests in arrival order** while the token budget per
   step, the sequence limit and the KV blocks allow. A request is admitted when the blocks of its
   whole prompt are free (vLLM 0.26) and its prompt is chunked across steps by the budget;
-* **without mixing** (SGLang) a step is either a prefill batch (new chunks only) or a decode batch.
+* **without mixing** (SGLang) a step is either a prefill batch (new chunks only) or a decode batch;
+* **reserving output** (SGLang) a request is admitted only when its whole final length (prompt and every output
+  token) fits beside the whole final lengths of the requests already running, so the decodes never run out of
+  blocks (SGLang's admission by estimated need, at its starting ratio of reserved output; its later decay of that
+  ratio and the retractions it causes are not modelled). Admitting a prompt into the blocks the decodes need next
+  would preempt them step after step (a burst larger than the cache priced 0.5 req/s where SGLang measured 21).
 
 A request's first token comes at the end of the step that finishes its prompt; one more per decode
 step after that. The front end takes requests in one at a time (`admission_s` each) and cannot
@@ -107,6 +112,7 @@ class EngineContext:
     admission_s: float
     prefix_hit_rate: float = 0.0
     block_size_tokens: int = 16
+    reserve_output: bool = False  # admit by the whole final length (SGLang), not by the prompt's blocks (vLLM)
 
     @classmethod
     def build(cls, plan: Plan, eff: Efficiency, ideal: bool, max_context: int, prefix_hit_rate: float = 0.0) -> EngineContext:
@@ -117,7 +123,7 @@ class EngineContext:
         return cls(Stepper.build(plan.costs, eff, ideal), int(min(prof.max_num_batched_tokens, 10**9)),
                    int(min(prof.max_num_seqs, 10**9)), int(plan.memory.num_blocks), table, prof.mixed_prefill,
                    0.0 if ideal else eff.request_overhead_s, 0.0 if ideal else eff.admission_s, prefix_hit_rate,
-                   prof.block_size_tokens)
+                   prof.block_size_tokens, prof.reserve_output_at_admission and not ideal)
 
 
 @dataclass(frozen=True)
@@ -446,6 +452,9 @@ def simulate(engine: EngineContext, traffic: Traffic, isl: int, osl: int) -> Sim
     prefilling: list[int] = []
     decoders = _Decoders(engine.block_table, osl_of, min(n, engine.max_num_seqs))
     prefill_blocks = 0  # blocks held by running requests that are not decoding
+    prefill_final = 0  # blocks the prefilling requests will hold at their last token (reserve_output)
+    # blocks held at most up to the last token (as _Decoders bounds a decoding one)
+    final_of = np.maximum.accumulate(engine.block_table)[I + O].tolist() if engine.reserve_output else None
     t = 0.0
     steps = 0
     preemptions = 0
@@ -458,12 +467,13 @@ def simulate(engine: EngineContext, traffic: Traffic, isl: int, osl: int) -> Sim
     stalled = 0  # steps in a row that preempted and sampled no token
 
     def finish(i: int, t_emit: float) -> None:
-        nonlocal prefill_blocks, finished
+        nonlocal prefill_blocks, prefill_final, finished
         end[i] = front.deliver(t_emit)
         if i in decoders:
             decoders.remove(i)
         else:
             prefill_blocks -= alloc[i]
+            prefill_final -= int(final_of[i]) if final_of is not None else 0
         alloc[i] = 0
         del running[i]
         finished += 1
@@ -471,13 +481,14 @@ def simulate(engine: EngineContext, traffic: Traffic, isl: int, osl: int) -> Sim
             submit(end[i] + traffic.think_time_s)
 
     def preempt_last() -> None:
-        nonlocal prefill_blocks, preemptions
+        nonlocal prefill_blocks, prefill_final, preemptions
         victim, _ = running.popitem()
         if victim in decoders:
             gen[victim] = decoders.remove(victim)
         else:
             prefilling.remove(victim)
             prefill_blocks -= alloc[victim]
+            prefill_final -= int(final_of[victim]) if final_of is not None else 0
         alloc[victim] = 0
         done_tok[victim] = 0
         target[victim] = isl_of[victim] + gen[victim]  # recompute the prompt and the tokens it had
@@ -518,8 +529,11 @@ def simulate(engine: EngineContext, traffic: Traffic, isl: int, osl: int) -> Sim
             need = table[target[i]]
             if not decoders.fit(0, num_blocks - prefill_blocks - need):
                 break
+            if final_of is not None and running and decoders.blocks_bound + prefill_final + final_of[i] > num_blocks:
+                break  # its whole length does not fit beside the others' (alone, it is admitted by its prompt)
             waiting.popleft()
             prefill_blocks += need
+            prefill_final += int(final_of[i]) if final_of is not None else 0
             alloc[i] = need
             done_tok[i] = start
             seq_counter += 1
@@ -587,6 +601,7 @@ def simulate(engine: EngineContext, traffic: Traffic, isl: int, osl: int) -> Sim
                     finish(i, t)
                 else:
                     prefill_blocks -= alloc[i]
+                    prefill_final -= int(final_of[i]) if final_of is not None else 0
                     decoders.add(i, done_tok[i], gen[i], admit_seq[i])
         stalled = 0 if sampled or preemptions == preempted_before else stalled + 1
         if stalled > MAX_STALLED_STEPS:

@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from capacity.model.config_schema import (CONFIG_FILE_MAX_BYTES, QuantizationConfig, TextConfig, VisionConfig, read_text,
                                      read_top)
+from capacity import model_configs
 from capacity.errors import ConfigError, UnknownModelError, closest, flatten_validation_error, one_line
 
 AttentionKind = Literal["full", "sliding"]
@@ -219,7 +220,7 @@ def parse_config(cfg: Any, name: str = "custom", source: str | None = None) -> M
 
 def _catalog_files() -> dict[str, Any]:
     folder = importlib.resources.files("capacity.model_configs")
-    return {e.name[: -len(".json")].replace("--", "/"): e for e in folder.iterdir() if e.name.endswith(".json")}
+    return {model_configs.model_id(e.name[: -len(".json")]): e for e in folder.iterdir() if e.name.endswith(".json")}
 
 
 def catalog_ids() -> list[str]:

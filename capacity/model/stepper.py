@@ -49,6 +49,7 @@ class Stepper:
     host_per_sequence_s: float
     launch_floor_s: float
     max_graph_tokens: float
+    max_prefill_graph_tokens: float  # steps with a prompt chunk (steptime.graph_limit)
     _touched: dict = field(default_factory=dict, compare=False, repr=False)
     _pricers: dict = field(default_factory=dict, compare=False, repr=False)
 
@@ -89,6 +90,8 @@ class Stepper:
             launch_floor_s=0.0 if ideal else (eff.eager_layer_overhead_s * c.num_layers
                                                + eff.eager_moe_layer_overhead_s * c.moe_layers),
             max_graph_tokens=c.max_cudagraph_tokens,
+            max_prefill_graph_tokens=(c.max_cudagraph_tokens if c.max_prefill_graph_tokens is None
+                                      else c.max_prefill_graph_tokens),
         )
 
     def decode_keys(self, context: float) -> float:
@@ -153,7 +156,8 @@ class Stepper:
                + max(pre_f / self.attn_flops_per_s, pre_b / self.prefill_kv_bytes_per_s)
                + comm)
         busy = gpu + self.overhead_fixed_s + self.overhead_per_sequence_s * sampled
-        launch = self.launch_floor_s if tokens > self.max_graph_tokens else 0.0
+        limit = self.max_prefill_graph_tokens if p > 0 else self.max_graph_tokens
+        launch = self.launch_floor_s if tokens > limit else 0.0
         return busy, self.host_per_sequence_s * sampled, launch
 
     def time_s(self, decode_seqs: float, decode_keys_per_seq: float, prefill_tokens: float,

@@ -68,6 +68,7 @@ class StepCosts:
     hidden_size: int
     num_layers: int
     max_cudagraph_tokens: float = float("inf")
+    max_prefill_graph_tokens: float | None = None  # steps with a prompt chunk: their own graph limit (None: the same)
     mla_layers: int = 0  # layers with MLA attention (DeepSeek): their extra kernels cost a fixed time each
     exposed_host_s: float = 0.0  # the CPU's per-step work the engine does not overlap with the GPU (async off)
     serial_host: bool = False  # async scheduling off: the per-sequence host work adds to the step, not a floor
@@ -77,7 +78,8 @@ class StepCosts:
 
 def build_costs(m: ModelArch, w: WeightBytes, gpu: Gpu, compute_precision: str, kv_bytes: float,
                 tp: int = 1, ep: int = 1, max_cudagraph_tokens: float = float("inf"),
-                async_scheduling: bool = True, exposed_host_s: float = 0.0) -> StepCosts:
+                async_scheduling: bool = True, exposed_host_s: float = 0.0,
+                max_prefill_graph_tokens: float | None = None) -> StepCosts:
     p = count_params(m)
     head = p.lm_head if p.lm_head else p.embedding
     # the MoE router is a replicated linear (its bytes sit whole in weights.py's `other`): its FLOPs are not split
@@ -110,10 +112,19 @@ def build_costs(m: ModelArch, w: WeightBytes, gpu: Gpu, compute_precision: str, 
         hidden_size=m.hidden_size,
         num_layers=m.num_layers,
         max_cudagraph_tokens=max_cudagraph_tokens,
+        max_prefill_graph_tokens=max_prefill_graph_tokens,
         mla_layers=m.num_layers if m.mla is not None else 0,
         exposed_host_s=0.0 if async_scheduling else exposed_host_s,
         serial_host=not async_scheduling,
     )
+
+
+def graph_limit(c: StepCosts, prefill_tokens: np.ndarray | float) -> np.ndarray | float:
+    """The most tokens a step runs graphed: the prefill graphs' limit where it carries a prompt chunk (when the
+    engine has its own, SGLang), else the one graph limit (vLLM: every step)."""
+    if c.max_prefill_graph_tokens is None:
+        return c.max_cudagraph_tokens
+    return np.where(np.asarray(prefill_tokens) > 0, c.max_prefill_graph_tokens, c.max_cudagraph_tokens)
 
 
 @dataclass(frozen=True)
@@ -209,7 +220,7 @@ def step_parts(c: StepCosts, eff: Efficiency, decode_seqs, decode_context, prefi
                 + eff.sequence_overhead_s * (d + np.minimum(p, 1.0)))
     # without a CUDA graph the CPU launches the step op by op; the GPU runs behind it, so the launch is a floor
     launch = ((eff.eager_layer_overhead_s * c.num_layers + eff.eager_moe_layer_overhead_s * c.moe_layers)
-              * (tokens > c.max_cudagraph_tokens))
+              * (tokens > graph_limit(c, p)))
     if ideal:
         total_flops = lin_flops + exp_flops + attn_flops
         total_bytes = lin_bytes + exp_bytes + attn_bytes

@@ -31,7 +31,7 @@ from validate.engines import build_command, dialect, installed_version, parse_fa
 from validate.spec_points import parse_point  # noqa: E402
 from validate.engines.config import EngineConfig  # noqa: E402
 from validate.engines.launcher import EngineProcess  # noqa: E402
-from validate.modeldir import prepare_model_dir  # noqa: E402
+from validate.modeldir import catalog_file_stem, prepare_model_dir  # noqa: E402
 
 WORK = Path("/tmp/campaign")  # replaced by --work
 PORT = 8000
@@ -148,7 +148,7 @@ def run_config(cfg: dict, out: Path, budget_s: float, skipped: list[str]) -> Non
         write_random_checkpoint(info.path, log)
     args = list(cfg.get("engine_args", []))
     if cfg.get("draft_model"):  # a draft model's folder, named like its catalog file ({draft_dir} in engine_args)
-        draft = prepare_model_dir(cfg["draft_model"], WORK.parent / "models" / cfg["draft_model"].replace("/", "--"))
+        draft = prepare_model_dir(cfg["draft_model"], WORK.parent / "models" / catalog_file_stem(cfg["draft_model"]))
         args = [a.replace("{draft_dir}", draft.path) for a in args]
     ec = EngineConfig(model_dir=info.path, served_model_name=slug, quantization="fp8" if cfg.get("precision") == "fp8" else None,
                       extra_args=args, engine_python=sys.executable, port=PORT)
