@@ -24,7 +24,14 @@ class Efficiency(BaseModel):
     weight_bandwidth: float = Field(0.80, gt=0, le=1, description="share of peak HBM bandwidth when streaming weights")
     kv_bandwidth: float = Field(0.60, gt=0, le=1, description="share of peak bandwidth for paged KV reads in decode attention")
     matmul: float = Field(0.75, gt=0, le=1, description="share of dense peak FLOP/s in linear layers (large M)")
-    moe_matmul: float = Field(0.50, gt=0, le=1, description="share of dense peak in grouped MoE expert GEMMs")
+    moe_matmul: float = Field(0.50, gt=0, le=1, description="share of dense peak in grouped MoE expert GEMMs of a long "
+                                                         "reduction (see moe_reduction_tokens)")
+    moe_reduction_tokens: float = Field(
+        700.0, ge=0, le=1e6, description="K0 of the grouped expert GEMMs: a projection reducing over K inputs runs at "
+        "moe_matmul × K / (K + K0) of peak (each tile's pipeline fill and drain are a fixed share of a short reduction "
+        "loop). Qwen3-30B-A3B's experts reduce over 2,048 and 768 and run at ~0.4 of dense peak, Mixtral's over 4,096 "
+        "and 14,336 at ~0.55 (sitting 14's prompt ladder): K0 ≈ 700 from those two models, the other MoEs held out; "
+        "0 = one share for every expert shape")
     attention_matmul: float = Field(0.50, gt=0, le=1, description="share of bf16 peak in prefill attention")
     link: float = Field(0.80, gt=0, le=1, description="share of per-direction scale-up bandwidth in all-reduce")
     link_latency_s: float = Field(8e-6, ge=0, description="fixed latency per collective")

@@ -517,9 +517,11 @@ the burst of 1,000 compiled a kernel while timed and is excluded), 128/1024 with
 
 SGLang replays prefill CUDA graphs up to its 8,192-token chunk, so its prompts are never launched op by op (the
 profile's `max_prefill_graph_tokens`; a 1,024-token prompt takes 36 ms there against 66–110 ms on vLLM 0.26 at default
-graphs). What is left on the sync and concurrency points is the graphed MoE prefill itself: ~28 ms of GPU for 1,024
-tokens on both engines against ~20 ms modelled (64 tokens per expert: the grouped GEMMs do not overlap their weight
-reads with their math as the roofline's max(bytes, FLOPs) assumes; named in `docs/measurement-log.md`, not fitted).
+graphs). What is left on the sync and concurrency points is TTFT: SGLang's engine clocks 32 ms for a 1,024-token
+prompt where the model's step is ~20 ms and SGLang's front-end (fitted on Llama-3.1-8B) 6 ms. On vLLM the same graphed
+prompt is priced within 7 % (its fitted front-end is 16 ms), and pricing the grouped GEMMs' weight reads and math
+one after the other instead of overlapped made vLLM's graphed MoE prompts 20–25 % too slow (tried and rejected,
+`docs/measurement-log.md`), so the ~8 ms lies in SGLang's path for this model, not isolated.
 
 ## Where the model still misses, and why
 

@@ -130,3 +130,27 @@ def test_mla_down_projections_are_replicated_under_tensor_parallelism():
     llama = load_model("meta-llama/Llama-3.1-8B")
     assert replicated_attention_params(llama) == 0
     assert attention_params_per_gpu(llama, 2) == count_params(llama).attention / 2
+
+
+def test_grouped_expert_gemms_are_slower_for_short_reductions():
+    """moe_share: moe_matmul × the FLOP-weighted K / (K + K0) of the expert projections. Qwen3-30B-A3B's experts reduce
+    over 2,048 (up/gate, 2/3 of the FLOPs) and 768 (down); Mixtral's over 4,096 and 14,336; TP splits the down
+    projection's reduction (the expert's width), EP does not. K0 = 0 gives moe_matmul for every shape."""
+    from capacity import Scenario, plan_for
+    from capacity.calibration import Efficiency
+    from capacity.model.steptime import moe_share
+
+    eff = Efficiency(moe_matmul=0.6, moe_reduction_tokens=700.0)
+
+    def costs(model, **kw):
+        return plan_for(Scenario(model=model, gpu="h200-sxm", **kw)).costs
+
+    qwen, mixtral = costs("Qwen/Qwen3-30B-A3B"), costs("mistralai/Mixtral-8x7B-v0.1")
+    assert qwen.expert_reductions == ((2 / 3, 2048.0), (1 / 3, 768.0))
+    assert moe_share(qwen, eff) == pytest.approx(0.6 / (2 / 3 * (1 + 700 / 2048) + 1 / 3 * (1 + 700 / 768)))
+    assert moe_share(qwen, eff) < moe_share(mixtral, eff) < 0.6
+    tp2 = costs("Qwen/Qwen3-30B-A3B", tp=2, num_gpus=2)
+    ep2 = costs("Qwen/Qwen3-30B-A3B", tp=2, num_gpus=2, expert_parallel=True)
+    assert tp2.expert_reductions[1][1] == 384.0 and ep2.expert_reductions[1][1] == 768.0
+    assert moe_share(qwen, Efficiency(moe_matmul=0.6, moe_reduction_tokens=0.0)) == 0.6
+    assert moe_share(costs("meta-llama/Llama-3.1-8B"), eff) == 0.6  # no experts: nothing to scale

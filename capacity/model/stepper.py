@@ -18,7 +18,7 @@ import numpy as np
 from capacity.calibration import Efficiency
 from capacity.model.formulas import compiled
 from capacity.model.kv import attended_tokens_decode
-from capacity.model.steptime import StepCosts, experts_read_per_gpu
+from capacity.model.steptime import StepCosts, experts_read_per_gpu, moe_share
 
 
 @dataclass(frozen=True)
@@ -74,7 +74,7 @@ class Stepper:
             lin_flops_per_token=lin, head_flops_per_logit=head, lin_bytes=c.dense_weight_bytes,
             flops_per_s=peak * (one or eff.matmul), weight_bytes_per_s=bw * (one or eff.weight_bandwidth),
             expert_flops_per_token=exp_flops, expert_bytes_per_touched=c.expert_weight_bytes * c.moe_layers,
-            moe_flops_per_s=peak * (one or eff.moe_matmul),
+            moe_flops_per_s=peak * (one or moe_share(c, eff)),
             attn_flops_per_key=c.attention_flops_per_key,
             attn_flops_per_s=c.attention_peak_flops_per_s * (one or eff.attention_matmul),
             kv_bytes_per_key=c.kv_bytes_per_token_layer, kv_bytes_per_s=bw * (one or eff.kv_bandwidth),

@@ -74,6 +74,18 @@ class StepCosts:
     serial_host: bool = False  # async scheduling off: the per-sequence host work adds to the step, not a floor
     draft: StepCosts | None = None  # a draft_model speculator's own costs (`draft_costs`): its forwards follow each verify
     forward_host_s: float = 0.0  # a draft's per-forward CPU work besides its op-by-op launches (`draft_forwards_s`)
+    # (FLOP share, reduction length per GPU) of the expert projections: up/gate reduce over the hidden size, down
+    # over the expert's width on this GPU (split by TP without EP)
+    expert_reductions: tuple[tuple[float, float], ...] = ()
+
+
+def moe_share(c: StepCosts, eff: Efficiency) -> float:
+    """The share of peak the expert GEMMs reach: moe_matmul × the FLOP-weighted K / (K + K0) of their projections
+    (the stepper and step_parts both call this, so their expert rates are the same bits)."""
+    k0 = eff.moe_reduction_tokens
+    if not k0 or not c.expert_reductions:
+        return eff.moe_matmul
+    return eff.moe_matmul / sum(share * (1.0 + k0 / k) for share, k in c.expert_reductions)
 
 
 def build_costs(m: ModelArch, w: WeightBytes, gpu: Gpu, compute_precision: str, kv_bytes: float,
@@ -85,6 +97,12 @@ def build_costs(m: ModelArch, w: WeightBytes, gpu: Gpu, compute_precision: str, 
     # the MoE router is a replicated linear (its bytes sit whole in weights.py's `other`): its FLOPs are not split
     dense = attention_params_per_gpu(m, tp) + (p.dense_mlp + p.shared_experts) / tp + p.router
     moe = m.moe
+    if moe is not None:
+        width = moe.expert_intermediate_size / (1 if ep > 1 else tp)
+        reductions = ((2 / 3, float(m.hidden_size)), (1 / 3, float(width))) if m.gated_mlp else \
+            ((0.5, float(m.hidden_size)), (0.5, float(width)))
+    else:
+        reductions = ()
     if m.mla is not None:
         a = m.mla
         flops_per_key = (4 * a.kv_lora_rank + 2 * a.qk_rope_head_dim) * m.num_heads / tp
@@ -116,6 +134,7 @@ def build_costs(m: ModelArch, w: WeightBytes, gpu: Gpu, compute_precision: str, 
         mla_layers=m.num_layers if m.mla is not None else 0,
         exposed_host_s=0.0 if async_scheduling else exposed_host_s,
         serial_host=not async_scheduling,
+        expert_reductions=reductions,
     )
 
 
@@ -230,7 +249,8 @@ def step_parts(c: StepCosts, eff: Efficiency, decode_seqs, decode_context, prefi
         time = gpu
     else:
         t_lin = roof(lin_flops, c.peak_flops_per_s, eff.matmul, lin_bytes, c.bandwidth_bytes_per_s, eff.weight_bandwidth)
-        t_exp = roof(exp_flops, c.peak_flops_per_s, eff.moe_matmul, exp_bytes, c.bandwidth_bytes_per_s, eff.weight_bandwidth)
+        t_exp = roof(exp_flops, c.peak_flops_per_s, moe_share(c, eff), exp_bytes, c.bandwidth_bytes_per_s,
+                     eff.weight_bandwidth)
         t_dec = roof(attn_dec_flops, c.attention_peak_flops_per_s, eff.attention_matmul, attn_dec_bytes,
                      c.bandwidth_bytes_per_s, eff.kv_bandwidth)
         t_pre = roof(attn_pre_flops, c.attention_peak_flops_per_s, eff.attention_matmul, attn_pre_bytes,
