@@ -9,7 +9,8 @@ What each pool of slices is scored on (declared again in card.json `pools.*.scor
   HOLDOUT shapes (512x512, 2048x256) of its FIT_SITTINGS / FIT_RUNS and every point of the other runs (later
   sittings, other models, TP > 1); the split is accuracy_report's own (`fitted_run`, HOLDOUT, single-GPU fitted
   models), recomputed here on the calibrated mode only. SGLang 0.5.17 (data/measurements/h200/sglang-0.5.17): the
-  HOLDOUT shapes only (its front-end was fitted on the other two). The points excluded in excluded.json stay out.
+  HOLDOUT shapes of the sittings its front-end was fitted on (sitting 5) and every point of the others (sitting 14:
+  Qwen3-30B-A3B, a 16k-token shape). The points excluded in excluded.json stay out.
 - **public**: every held-out row of data/public/rows.jsonl that the current model estimates, scored exactly as
   scripts/score_public.py scores it (its `score`, same Scenario mapping). Rows a public calibration was fitted on
   (data/public/calibration-plan.toml) are left out. The
@@ -68,7 +69,7 @@ PUBLIC_METRICS = {**{m: "throughput" for m in THROUGHPUT_METRICS}, "ttft_s": "tt
 SCORED_ON = {
     "measured": "held-out points of the committed H200 measurements (vLLM 0.26.0: shapes 512x512 and 2048x256 of the "
                 "fitted sittings, every point of never-fitted runs: later sittings, Gemma 3, TP=2; SGLang 0.5.17: "
-                "shapes 512x512 and 2048x256), predicted with the shipped calibrations; the training split of "
+                "shapes 512x512 and 2048x256 of sitting 5, every point of sitting 14), predicted with the shipped calibrations; the training split of "
                 "scripts/accuracy_report.py is never used. Not fitted is not unseen: the model's form changed after "
                 "sittings 4 to 6 and the TP=2 points were seen (docs/accuracy.md)",
     "public": "rows of data/public/rows.jsonl scored with the current model as scripts/score_public.py scores them "
@@ -105,7 +106,8 @@ def measured_points() -> tuple[list[dict], dict]:
     sg_dirs = ar.sglang_runs()
     sg = compare_dirs(sg_dirs, {"calibrated": None})
     sg["shape"] = sg["isl"].astype(int).astype(str) + "x" + sg["osl"].astype(int).astype(str)
-    sg["fitted"] = ~sg["shape"].isin(ar.HOLDOUT)
+    # accuracy_report.sglang_comparison's split: fitted = a run of the SGLang fit's sittings, not a HOLDOUT shape
+    sg["fitted"] = sg["run"].map(lambda d: ar.fitted_run_of(ar.PLAN_PATH, ar.SGLANG_FIT, d)) & ~sg["shape"].isin(ar.HOLDOUT)
     sg["engine"] = "sglang"
     sg["group"] = ["sglang-0.5.17 " + Path(r).relative_to(ar.SGLANG_DATA).parts[0] for r in sg["run"]]
     points = []
