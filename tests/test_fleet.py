@@ -94,8 +94,9 @@ def lines(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
+# what depends on timing: gauges sampled once a second, and the engine's own latency means (its clock, not a count)
 SAMPLED = ("samples", "mean_running", "max_running", "mean_waiting", "max_waiting", "max_kv_usage",
-           "kv_full_fraction")
+           "kv_full_fraction", "engine_mean_ttft_s", "engine_mean_queue_s", "engine_mean_prefill_s")
 
 
 def comparable(folder: Path, indices: bool = True) -> dict:
