@@ -562,8 +562,10 @@ one after the other instead of overlapped made vLLM's graphed MoE prompts 20–2
   priced with the grouped-GEMM efficiency fitted on smaller steps.
 - **Short-prompt sync TTFT** (13–30 ms) is mostly fixed per-request overhead (~16 ms fitted) and
   scatters by ±5 ms between points and sittings (Llama TP=2 at 128 tokens: 13 ms measured, +66 %).
-- **MoE prefill** runs below peak (Triton fused MoE without a tuned H200 config: the fitted grouped-GEMM
-  efficiency is {vllm_fit.moe_matmul * 100:.0f} % of dense peak, 22 % before the launch floor was separated); the
+- **MoE prefill** runs below peak (vLLM's Triton fused MoE with its tuned H200 configs: the grouped GEMMs reach
+  {vllm_fit.moe_matmul * 100:.0f} % of dense peak for a long reduction and K / (K + {vllm_fit.moe_reduction_tokens:.0f}) of that
+  for a reduction of K, so Qwen3-30B-A3B's experts (K = 2,048 and 768) run at ~{vllm_fit.moe_matmul / (2 / 3 * (1 + vllm_fit.moe_reduction_tokens / 2048) + 1 / 3 * (1 + vllm_fit.moe_reduction_tokens / 768)) * 100:.0f} %; the
+  single share fitted before was 41 %, and 22 % before the launch floor was separated); the
   per-layer MoE overhead and the launch floor are fitted on one model.
 - **FP8 at large batch.** Llama-3.1-8B FP8 stepped slower than BF16 at ~1,000 sequences on the same host
   (sitting 2, 67–103 against 63–78 ms), so its 512/512 burst is {err("meta-llama/Llama-3.1-8B", "512x512", "burst:1000", 2, run="fp8")}
