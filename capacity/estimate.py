@@ -363,6 +363,14 @@ def predict(plan: Plan, cal: Calibration, s: Scenario) -> Estimate:
                      f"({profile.max_cudagraph_tokens:,} tokens): launched op by op, it pays {launch_s * 1e3:.0f} ms of "
                      f"launches on top of its work (calibration {cal.label}); larger graphs "
                      "(vLLM --max-cudagraph-capture-size, SGLang --cuda-graph-max-bs) remove that floor")
+    prefill_graphs = profile.max_prefill_graph_tokens
+    graphed_chunk = profile.max_cudagraph_tokens if prefill_graphs is None else prefill_graphs
+    if not s.ideal and model.moe is not None and min(s.isl, profile.max_num_batched_tokens) > graphed_chunk:
+        notes.append(f"prompt chunks of {min(s.isl, profile.max_num_batched_tokens):,} tokens run without CUDA graphs "
+                     f"(largest graph {graphed_chunk:,} tokens): the MoE step launched op by op is the least predictable "
+                     "part of TTFT here; on vLLM 0.26 / H200 the same 1,024-token prompt of Qwen3-30B-A3B measured "
+                     "66 to 110 ms across servers (35 ms graphed), so expect ±30 % on TTFT (docs/measurement-log.md, "
+                     "sitting 14)")
     if profile.name == "sglang" and model.moe is not None and cal.efficiency.eager_moe_layer_overhead_s > 0:
         notes.append("the MoE launch floor without CUDA graphs was measured on vLLM, not on SGLang")
     if method == "simulate" and s.method == "auto" and not s.ideal:
