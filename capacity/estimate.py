@@ -365,7 +365,9 @@ def predict(plan: Plan, cal: Calibration, s: Scenario) -> Estimate:
                      "(vLLM --max-cudagraph-capture-size, SGLang --cuda-graph-max-bs) remove that floor")
     prefill_graphs = profile.max_prefill_graph_tokens
     graphed_chunk = profile.max_cudagraph_tokens if prefill_graphs is None else prefill_graphs
-    if not s.ideal and model.moe is not None and min(s.isl, profile.max_num_batched_tokens) > graphed_chunk:
+    # measured on vLLM only: other engines' op-by-op MoE step was never timed here
+    if (profile.name == "vllm" and not s.ideal and model.moe is not None
+            and min(s.isl, profile.max_num_batched_tokens) > graphed_chunk):
         notes.append(f"prompt chunks of {min(s.isl, profile.max_num_batched_tokens):,} tokens run without CUDA graphs "
                      f"(largest graph {graphed_chunk:,} tokens): the MoE step launched op by op is the least predictable "
                      "part of TTFT here; on vLLM 0.26 / H200 the same 1,024-token prompt of Qwen3-30B-A3B measured "
