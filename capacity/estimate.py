@@ -19,7 +19,7 @@ from capacity.plan import Plan, make_plan
 from capacity.model.power import mean_power_w, request_busy_s, shipped_power
 from capacity.model.steptime import step_parts
 from capacity.loads import shape
-from capacity.loadmodel.workload import Extras, LoadContext, LoadResult, Slots, spec_tokens_per_step
+from capacity.loadmodel.workload import Extras, LoadContext, LoadResult, Slots, spec_tokens_per_step, speculation
 from capacity.cost import energy_fields, usd_per_million_tokens
 from capacity.model.bounds import bound_of_step, decode_compute_bound_batch, ideal_bounds
 from capacity.errors import WorkloadError
@@ -326,7 +326,9 @@ def predicted_power_w(plan: Plan, s: Scenario, rps_per_replica: float, running: 
     k = shipped_power()
     if k is None or s.ideal or not rps_per_replica > 0:
         return None
-    m, c = request_busy_s(plan, s.isl, s.osl, running, s.prefix_hit_rate)
+    tau, drafts = speculation(Extras(s.prefix_hit_rate, s.spec_acceptance, s.spec_draft_tokens, s.spec_draft_cost),
+                              plan.costs)
+    m, c = request_busy_s(plan, s.isl, s.osl, running, s.prefix_hit_rate, tau, drafts)
     return float(mean_power_w(plan.gpu.tdp_watts, rps_per_replica, m, c, k)) * s.num_gpus
 
 

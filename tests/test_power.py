@@ -42,3 +42,22 @@ def test_every_estimate_prices_its_power(load):
     assert 0 < e.power_w <= e.power_w_at_tdp
     assert e.joules_per_output_token <= e.joules_per_output_token_at_most
     assert estimate(Scenario(load=load, ideal=True)).power_w is None  # a bound has no power
+
+
+def test_speculative_steps_and_the_draft_model_count_in_power():
+    """Per request, speculative decoding runs (O - 1) / τ verification steps of k + 1 tokens per sequence, and a
+    draft model's k forwards after each: a request that drafts keeps the GPU busier per token than one that does
+    not when nothing is accepted, and a draft model adds its own bytes on top of n-gram drafts."""
+    from capacity import plan_for
+    from capacity.model.power import request_busy_s
+
+    plain = plan_for(Scenario(model="Qwen/Qwen3-8B", gpu="h200-sxm", isl=1024, osl=256))
+    draft = plan_for(Scenario(model="Qwen/Qwen3-8B", gpu="h200-sxm", isl=1024, osl=256,
+                              spec_draft_model="Qwen/Qwen3-0.6B", spec_draft_tokens=4))
+    m0, c0 = request_busy_s(plain, 1024, 256, 16)
+    m_ngram, c_ngram = request_busy_s(plain, 1024, 256, 16, tokens_per_step=1.0, draft_tokens=4)  # n-gram drafts, none accepted
+    m_draft, c_draft = request_busy_s(draft, 1024, 256, 16, tokens_per_step=1.0, draft_tokens=4)
+    assert m_ngram > m0 and c_ngram > c0  # the same steps, each verifying 5 tokens per sequence
+    assert m_draft > m_ngram and c_draft > c_ngram  # plus the draft's four forwards per step
+    m_fast, _ = request_busy_s(plain, 1024, 256, 16, tokens_per_step=3.0, draft_tokens=4)  # three tokens gained per step: a third of the steps
+    assert m_fast < m_ngram

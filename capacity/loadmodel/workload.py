@@ -30,7 +30,7 @@ import numpy as np
 
 from capacity.calibration import Efficiency
 from capacity.model.formulas import compiled
-from capacity.model.kv import attended_tokens_prefill
+from capacity.model.kv import attended_tokens_decode, attended_tokens_prefill
 from capacity.model.steptime import StepCosts, draft_forwards_s, step_time_s
 
 
@@ -102,7 +102,7 @@ def spec_tokens_per_step(acceptance: float, draft_tokens: int) -> float:
     return float(compiled("spec_tokens_per_step")(min(acceptance, 0.999), draft_tokens))
 
 
-def _spec(extras: Extras, c: StepCosts) -> tuple[float, float]:
+def speculation(extras: Extras, c: StepCosts) -> tuple[float, float]:
     """(tokens per decode step per sequence, extra query tokens per sequence per step). Without a draft model an
     acceptance of 0 means no speculative decoding; a draft model (the plan's `c.draft`) still drafts, and the target
     verifies, k tokens."""
@@ -129,9 +129,12 @@ def _decode_step(c, eff, d, ctx, ideal, extras: Extras, prefill=0.0, keys=0.0):
     """A step decoding d sequences (with speculative verification and drafts) plus `prefill` tokens. The drafts: a
     draft model's own forwards when the plan has its costs (`c.draft`, `draft_forwards_s`), else the ratio
     `spec_draft_cost` × a target decode step per draft."""
-    tau, extra_q = _spec(extras, c)
+    tau, extra_q = speculation(extras, c)
     spec_q = d * extra_q
-    t = step_time_s(c, eff, d, ctx, prefill + spec_q, np.where(prefill > 0, keys, ctx), ideal)
+    # the verification queries attend their sequence's context in every layer (keys per token summed over layers,
+    # as a prompt chunk's are): attended_tokens_decode, not the bare context
+    t = step_time_s(c, eff, d, ctx, prefill + spec_q, np.where(prefill > 0, keys, attended_tokens_decode(c.arch, ctx)),
+                    ideal)
     if extra_q and c.draft is not None:
         # the draft attends the same keys over its own layers (keys are summed over layers)
         keys_d = np.asarray(keys, dtype=float) * c.draft.num_layers / max(c.num_layers, 1)
@@ -153,7 +156,7 @@ def wave(c: StepCosts, eff: Efficiency, budget: float, isl, osl, n, full_length,
     """N equal requests arriving together (N within the engine's slots)."""
     I, O, I_new = _lengths(isl, osl, extras)
     N = np.maximum(np.asarray(n, dtype=float), 1.0)
-    tau, _ = _spec(extras, c)
+    tau, _ = speculation(extras, c)
     keys = attended_tokens_prefill(c.arch, I_new, I * extras.prefix_hit_rate)
     k = np.maximum(np.ceil(N * I_new / budget), 1.0)
     chunk = N * I_new / k
@@ -203,7 +206,7 @@ def steady_state(c: StepCosts, eff: Efficiency, budget: float, isl, osl, running
     I, O, I_new = _lengths(isl, osl, extras)
     B = np.maximum(np.asarray(running, dtype=float), 1.0)
     keys = attended_tokens_prefill(c.arch, I_new, I * extras.prefix_hit_rate)
-    tau, extra_q = _spec(extras, c)
+    tau, extra_q = speculation(extras, c)
     steps_per_request = 1 + (O - 1) / tau
     # the step's token budget holds the admitted prompts, and with mixing the decoding tokens too
     per_request = I_new + (O - 1) / tau * (1 + extra_q) if mixed else I_new
@@ -277,7 +280,7 @@ def burst(c, eff, budget, isl, osl, num_requests, slots: Slots, ideal, extras=Ex
     budget_bound = budget / (I_new + (s["O"] - 1 if mixed else 0.0)) < B / s["O"]
     # N/λ steps of mixed prefill+decode admit every request, then O−1 drain steps of decode only while
     # the last admitted finish (mean batch d/2); a request spends a share φ of its gaps in the drain
-    tau, _ = _spec(extras, c)
+    tau, _ = speculation(extras, c)
     d = s["lam"] * (s["O"] - 1) / tau
     t_drain = _decode_step(c, eff, np.maximum(d / 2, 1.0), s["I"] + s["O"] / 2, ideal, extras)
     admit_steps = N / s["lam"]

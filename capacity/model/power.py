@@ -23,7 +23,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from capacity.calibration import IDEAL
-from capacity.model.kv import attended_tokens_prefill
+from capacity.model.kv import attended_tokens_decode, attended_tokens_prefill
 from capacity.plan import Plan
 from capacity.model.steptime import StepParts, step_parts
 
@@ -59,18 +59,32 @@ def _busy_s(parts: StepParts, c) -> tuple[np.ndarray, np.ndarray]:
     return memory, compute
 
 
-def request_busy_s(plan: Plan, isl, osl, running, prefix_hit_rate: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
+def request_busy_s(plan: Plan, isl, osl, running, prefix_hit_rate: float = 0.0, tokens_per_step: float = 1.0,
+                   draft_tokens: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
     """(M, C): HBM and tensor-core seconds per request on each GPU of a replica: its prompt's prefill (the new
-    tokens; weights read once per request's prefill, a floor on what a mixed step shares) plus (O − 1) decode
-    tokens each carrying 1/B of a decode step at the running batch B and mean context I + O/2."""
+    tokens; weights read once per request's prefill, a floor on what a mixed step shares) plus its share of the
+    decode steps at the running batch B and mean context I + O/2: (O − 1) / τ steps, each carrying 1/B of the step.
+    With speculative decoding (k = `draft_tokens` drafts, τ = `tokens_per_step` tokens gained per step, as the load
+    model's `speculation` gives them) a step verifies k + 1 tokens per sequence and, with a draft model
+    (`plan.costs.draft`), runs the draft's k forwards: the first over the τ tokens each sequence gained, the rest
+    over one."""
     c = plan.costs
     I, O = np.asarray(isl, dtype=float), np.asarray(osl, dtype=float)
     B = np.maximum(np.asarray(running, dtype=float), 1.0)
+    ctx = I + O / 2
     new = I * (1 - prefix_hit_rate)
     keys = attended_tokens_prefill(plan.model, new, I * prefix_hit_rate)
     pre_m, pre_c = _busy_s(step_parts(c, IDEAL.efficiency, 0.0, I, new, keys, ideal=True), c)
-    dec_m, dec_c = _busy_s(step_parts(c, IDEAL.efficiency, B, I + O / 2, 0.0, 0.0, ideal=True), c)
-    return pre_m + (O - 1) * dec_m / B, pre_c + (O - 1) * dec_c / B
+    # the verification queries ride in the step as extra tokens attending the sequence's context (the load model's rule)
+    dec_m, dec_c = _busy_s(step_parts(c, IDEAL.efficiency, B, ctx, B * draft_tokens,
+                                      attended_tokens_decode(plan.model, ctx), ideal=True), c)
+    if draft_tokens > 0 and c.draft is not None:
+        first_m, first_c = _busy_s(step_parts(c.draft, IDEAL.efficiency, B * tokens_per_step, ctx, 0.0, 0.0, ideal=True), c.draft)
+        rest_m, rest_c = _busy_s(step_parts(c.draft, IDEAL.efficiency, B, ctx, 0.0, 0.0, ideal=True), c.draft)
+        dec_m = dec_m + first_m + (draft_tokens - 1) * rest_m
+        dec_c = dec_c + first_c + (draft_tokens - 1) * rest_c
+    steps = (O - 1) / max(tokens_per_step, 1.0)
+    return pre_m + steps * dec_m / B, pre_c + steps * dec_c / B
 
 
 def mean_power_w(tdp_w: float, requests_per_s_per_replica, memory_s, compute_s, k: PowerCoefficients) -> np.ndarray:
