@@ -320,15 +320,23 @@ def predicted_metrics(plan: Plan, cal: Calibration, s: Scenario) -> dict[str, fl
     return f
 
 
+def request_work_s(plan: Plan, s: Scenario, running: float) -> tuple[float, float]:
+    """(HBM seconds, tensor-core seconds) one request of this scenario keeps each GPU of a replica busy at `running`
+    sequences, speculative steps and draft forwards included (capacity/model/power.request_busy_s): the one path from a
+    scenario to the power model's inputs, for estimates and for scripts/power_report.py's fit alike."""
+    tau, drafts = speculation(Extras(s.prefix_hit_rate, s.spec_acceptance, s.spec_draft_tokens, s.spec_draft_cost),
+                              plan.costs)
+    m, c = request_busy_s(plan, s.isl, s.osl, running, s.prefix_hit_rate, tau, drafts)
+    return float(m), float(c)
+
+
 def predicted_power_w(plan: Plan, s: Scenario, rps_per_replica: float, running: float) -> float | None:
     """Mean power of every GPU of the deployment at this load (capacity/model/power.py); None without a power model or
     for --ideal (a bound has no power)."""
     k = shipped_power()
     if k is None or s.ideal or not rps_per_replica > 0:
         return None
-    tau, drafts = speculation(Extras(s.prefix_hit_rate, s.spec_acceptance, s.spec_draft_tokens, s.spec_draft_cost),
-                              plan.costs)
-    m, c = request_busy_s(plan, s.isl, s.osl, running, s.prefix_hit_rate, tau, drafts)
+    m, c = request_work_s(plan, s, running)
     return float(mean_power_w(plan.gpu.tdp_watts, rps_per_replica, m, c, k)) * s.num_gpus
 
 

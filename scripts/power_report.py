@@ -25,8 +25,8 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from capacity.estimate import plan_for  # noqa: E402
-from capacity.model.power import POWER_FILE, PowerCoefficients, mean_power_w, request_busy_s  # noqa: E402
+from capacity.estimate import plan_for, request_work_s  # noqa: E402
+from capacity.model.power import POWER_FILE, PowerCoefficients, mean_power_w  # noqa: E402
 from validate.compare import load_run, point_scenario  # noqa: E402
 
 DATA = REPO / "data/measurements/h200/vllm-0.26.0"
@@ -48,7 +48,7 @@ def points() -> list[dict]:
             plan = plan_for(s)
             running = (p.engine_telemetry.mean_running if p.engine_telemetry and p.engine_telemetry.mean_running
                        else p.mean_concurrency or 1.0)
-            m, c = request_busy_s(plan, s.isl, s.osl, running, s.prefix_hit_rate)
+            m, c = request_work_s(plan, s, running)  # the estimate's own path (speculation included)
             out.append({"run": str(Path(folder).relative_to(DATA)), "model": s.model, "load": p.load,
                         "rps": float(p.requests_per_s) / plan.replicas, "running": float(running),
                         "memory_s": float(m), "compute_s": float(c), "tdp_w": plan.gpu.tdp_watts,
