@@ -192,8 +192,7 @@ def load_context(plan: Plan, cal: Calibration, s: Scenario, isl, osl) -> LoadCon
                   np.asarray(plan.max_concurrent(np.asarray(isl)), dtype=float))
     budget = plan.profile.max_num_scheduled_tokens or plan.profile.max_num_batched_tokens
     return LoadContext(plan.costs, cal.efficiency, budget, slots, s.ideal,
-                       Extras(s.prefix_hit_rate, s.spec_acceptance, s.spec_draft_tokens, s.spec_draft_cost),
-                       plan.profile.mixed_prefill)
+                       extras_of(s), plan.profile.mixed_prefill)
 
 
 def run_load(plan: Plan, cal: Calibration, s: Scenario, isl, osl, load_kind: str, value) -> LoadResult:
@@ -320,12 +319,16 @@ def predicted_metrics(plan: Plan, cal: Calibration, s: Scenario) -> dict[str, fl
     return f
 
 
+def extras_of(s: Scenario) -> Extras:
+    """The scenario's what-ifs (prefix hits, speculative decoding) as the load model takes them."""
+    return Extras(s.prefix_hit_rate, s.spec_acceptance, s.spec_draft_tokens, s.spec_draft_cost)
+
+
 def request_work_s(plan: Plan, s: Scenario, running: float) -> tuple[float, float]:
     """(HBM seconds, tensor-core seconds) one request of this scenario keeps each GPU of a replica busy at `running`
     sequences, speculative steps and draft forwards included (capacity/model/power.request_busy_s): the one path from a
     scenario to the power model's inputs, for estimates and for scripts/power_report.py's fit alike."""
-    tau, drafts = speculation(Extras(s.prefix_hit_rate, s.spec_acceptance, s.spec_draft_tokens, s.spec_draft_cost),
-                              plan.costs)
+    tau, drafts = speculation(extras_of(s), plan.costs)
     m, c = request_busy_s(plan, s.isl, s.osl, running, s.prefix_hit_rate, tau, drafts)
     return float(m), float(c)
 
@@ -373,13 +376,11 @@ def predict(plan: Plan, cal: Calibration, s: Scenario) -> Estimate:
                      f"({profile.max_cudagraph_tokens:,} tokens): launched op by op, it pays {launch_s * 1e3:.0f} ms of "
                      f"launches on top of its work (calibration {cal.label}); larger graphs "
                      "(vLLM --max-cudagraph-capture-size, SGLang --cuda-graph-max-bs) remove that floor")
-    prefill_graphs = profile.max_prefill_graph_tokens
-    graphed_chunk = profile.max_cudagraph_tokens if prefill_graphs is None else prefill_graphs
+    chunk, graphed_chunk = min(s.isl, profile.max_num_batched_tokens), plan.costs.prefill_graph_limit
     # measured on vLLM only: other engines' op-by-op MoE step was never timed here
-    if (profile.name == "vllm" and not s.ideal and model.moe is not None
-            and min(s.isl, profile.max_num_batched_tokens) > graphed_chunk):
-        notes.append(f"prompt chunks of {min(s.isl, profile.max_num_batched_tokens):,} tokens run without CUDA graphs "
-                     f"(largest graph {graphed_chunk:,} tokens): the MoE step launched op by op is the least predictable "
+    if profile.name == "vllm" and not s.ideal and model.moe is not None and chunk > graphed_chunk:
+        notes.append(f"prompt chunks of {chunk:,} tokens run without CUDA graphs "
+                     f"(largest graph {graphed_chunk:,.0f} tokens): the MoE step launched op by op is the least predictable "
                      "part of TTFT here; on vLLM 0.26 / H200 the same 1,024-token prompt of Qwen3-30B-A3B measured "
                      "66 to 110 ms across servers (35 ms graphed), so expect ±30 % on TTFT (docs/measurement-log.md, "
                      "sitting 14)")

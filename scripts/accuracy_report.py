@@ -48,6 +48,10 @@ def fitted_run(d: str) -> bool:
     return fitted_run_of(PLAN_PATH, VLLM_FIT, d)
 
 
+def sglang_fitted_run(d: str) -> bool:
+    return fitted_run_of(PLAN_PATH, SGLANG_FIT, d)
+
+
 def pct(x: float) -> str:
     return "" if x is None or not np.isfinite(x) else f"{x * 100:+.0f} %"
 
@@ -76,7 +80,7 @@ def sglang_comparison(sglang_dirs: list[str], vllm_bf16: Calibration) -> pd.Data
     split (held-out shapes or fitted)."""
     sg = compare_dirs(sglang_dirs, {"ideal": None, "default": Calibration(), "vllm": vllm_bf16, "calibrated": None})
     sg["shape"] = sg["isl"].astype(int).astype(str) + "x" + sg["osl"].astype(int).astype(str)
-    fitted = sg["run"].map(lambda d: fitted_run_of(PLAN_PATH, SGLANG_FIT, d))
+    fitted = sg["run"].map(sglang_fitted_run)
     sg["split"] = np.select([~fitted, sg["shape"].isin(HOLDOUT)], ["other model, never fitted", "held out"], "fitted")
     return sg
 

@@ -107,7 +107,7 @@ def measured_points() -> tuple[list[dict], dict]:
     sg = compare_dirs(sg_dirs, {"calibrated": None})
     sg["shape"] = sg["isl"].astype(int).astype(str) + "x" + sg["osl"].astype(int).astype(str)
     # accuracy_report.sglang_comparison's split: fitted = a run of the SGLang fit's sittings, not a HOLDOUT shape
-    sg["fitted"] = sg["run"].map(lambda d: ar.fitted_run_of(ar.PLAN_PATH, ar.SGLANG_FIT, d)) & ~sg["shape"].isin(ar.HOLDOUT)
+    sg["fitted"] = sg["run"].map(ar.sglang_fitted_run) & ~sg["shape"].isin(ar.HOLDOUT)
     sg["engine"] = "sglang"
     sg["group"] = ["sglang-0.5.17 " + Path(r).relative_to(ar.SGLANG_DATA).parts[0] for r in sg["run"]]
     points = []

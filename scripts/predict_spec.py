@@ -33,7 +33,7 @@ def points(spec: list[dict]):
         for isl, osl, *own in cfg["shapes"]:
             opts = own[1] if len(own) > 1 else {}
             args = list(opts.get("sweep_args", []))
-            extra: dict = {**flags, "engine": cfg.get("engine", "vllm")}  # the server's engine, its profile and calibration
+            extra: dict = dict(flags)
             if "--length-dist" in args:
                 kind, _, ratio = args[args.index("--length-dist") + 1].partition(":")
                 extra.update(length_dist=kind, length_ratio=float(ratio or 0))
@@ -56,7 +56,9 @@ def main() -> None:
     with out.open("w") as f:
         for cfg, isl, osl, folder, load, n, extra in points(spec):
             for method in ("closed-form", "simulate"):
-                s = Scenario(model=cfg["model"], precision=cfg.get("precision", "bf16"), gpu=cfg.get("gpu", "h200-sxm"),
+                # the server's engine: its profile and calibration
+                s = Scenario(model=cfg["model"], engine=cfg.get("engine", "vllm"), precision=cfg.get("precision", "bf16"),
+                             gpu=cfg.get("gpu", "h200-sxm"),
                              kv_precision=cfg.get("kv_precision", "bf16"), isl=isl, osl=osl, load=load,
                              num_requests=n, method=method, **extra)
                 try:
@@ -65,8 +67,7 @@ def main() -> None:
                     e = {"error": str(exc)}
                 f.write(json.dumps({"run": f"{cfg.get('name')}/{folder}", "model": s.model, "precision": s.precision,
                                     "kv_precision": s.kv_precision, "engine": s.engine,
-                                    "isl": isl, "osl": osl, "load": load, "num_requests": n, "method": method,
-                                    **{k: v for k, v in extra.items() if k != "engine"},
+                                    "isl": isl, "osl": osl, "load": load, "num_requests": n, "method": method, **extra,
                                     "predicted_at_commit": commit, "date": str(date.today()),
                                     **{k: e.get(k) for k in KEEP}, "error": e.get("error")}) + "\n")
 

@@ -48,7 +48,7 @@ def test_measured_pool_is_held_out_only(built):
         if p["engine"] == "vllm":
             assert p["shape"] in ar.HOLDOUT or not ar.fitted_run(p["run"]), p
         else:  # SGLang: held-out shapes of its fit's sittings, every point of the others
-            assert p["shape"] in ar.HOLDOUT or not ar.fitted_run_of(ar.PLAN_PATH, ar.SGLANG_FIT, p["run"]), p
+            assert p["shape"] in ar.HOLDOUT or not ar.sglang_fitted_run(p["run"]), p
     assert any(p["engine"] == "sglang" and p["shape"] not in ar.HOLDOUT for p in mpts)  # sitting 14 is in
     pool = card["pools"]["measured"]
     assert pool["points"] == len(mpts)

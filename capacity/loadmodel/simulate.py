@@ -454,7 +454,7 @@ def simulate(engine: EngineContext, traffic: Traffic, isl: int, osl: int) -> Sim
     prefill_blocks = 0  # blocks held by running requests that are not decoding
     prefill_final = 0  # blocks the prefilling requests will hold at their last token (reserve_output)
     # blocks held at most up to the last token (as _Decoders bounds a decoding one)
-    final_of = np.maximum.accumulate(engine.block_table)[I + O].tolist() if engine.reserve_output else None
+    final_of = np.maximum.accumulate(engine.block_table)[I + O].tolist() if engine.reserve_output else [0] * n
     t = 0.0
     steps = 0
     preemptions = 0
@@ -473,7 +473,7 @@ def simulate(engine: EngineContext, traffic: Traffic, isl: int, osl: int) -> Sim
             decoders.remove(i)
         else:
             prefill_blocks -= alloc[i]
-            prefill_final -= int(final_of[i]) if final_of is not None else 0
+            prefill_final -= final_of[i]
         alloc[i] = 0
         del running[i]
         finished += 1
@@ -488,7 +488,7 @@ def simulate(engine: EngineContext, traffic: Traffic, isl: int, osl: int) -> Sim
         else:
             prefilling.remove(victim)
             prefill_blocks -= alloc[victim]
-            prefill_final -= int(final_of[victim]) if final_of is not None else 0
+            prefill_final -= final_of[victim]
         alloc[victim] = 0
         done_tok[victim] = 0
         target[victim] = isl_of[victim] + gen[victim]  # recompute the prompt and the tokens it had
@@ -529,11 +529,11 @@ def simulate(engine: EngineContext, traffic: Traffic, isl: int, osl: int) -> Sim
             need = table[target[i]]
             if not decoders.fit(0, num_blocks - prefill_blocks - need):
                 break
-            if final_of is not None and running and decoders.blocks_bound + prefill_final + final_of[i] > num_blocks:
+            if engine.reserve_output and running and decoders.blocks_bound + prefill_final + final_of[i] > num_blocks:
                 break  # its whole length does not fit beside the others' (alone, it is admitted by its prompt)
             waiting.popleft()
             prefill_blocks += need
-            prefill_final += int(final_of[i]) if final_of is not None else 0
+            prefill_final += final_of[i]
             alloc[i] = need
             done_tok[i] = start
             seq_counter += 1
@@ -601,7 +601,7 @@ def simulate(engine: EngineContext, traffic: Traffic, isl: int, osl: int) -> Sim
                     finish(i, t)
                 else:
                     prefill_blocks -= alloc[i]
-                    prefill_final -= int(final_of[i]) if final_of is not None else 0
+                    prefill_final -= final_of[i]
                     decoders.add(i, done_tok[i], gen[i], admit_seq[i])
         stalled = 0 if sampled or preemptions == preempted_before else stalled + 1
         if stalled > MAX_STALLED_STEPS:

@@ -25,7 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from capacity.calibration import IDEAL
 from capacity.model.kv import attended_tokens_decode, attended_tokens_prefill
 from capacity.plan import Plan
-from capacity.model.steptime import StepParts, step_parts
+from capacity.model.steptime import StepParts, draft_forward_parts, step_parts
 
 POWER_FILE = "power.json"
 
@@ -79,8 +79,8 @@ def request_busy_s(plan: Plan, isl, osl, running, prefix_hit_rate: float = 0.0, 
     dec_m, dec_c = _busy_s(step_parts(c, IDEAL.efficiency, B, ctx, B * draft_tokens,
                                       attended_tokens_decode(plan.model, ctx), ideal=True), c)
     if draft_tokens > 0 and c.draft is not None:
-        first_m, first_c = _busy_s(step_parts(c.draft, IDEAL.efficiency, B * tokens_per_step, ctx, 0.0, 0.0, ideal=True), c.draft)
-        rest_m, rest_c = _busy_s(step_parts(c.draft, IDEAL.efficiency, B, ctx, 0.0, 0.0, ideal=True), c.draft)
+        first, rest = draft_forward_parts(c.draft, IDEAL.efficiency, B, ctx, tokens_per_step, ideal=True)
+        (first_m, first_c), (rest_m, rest_c) = _busy_s(first, c.draft), _busy_s(rest, c.draft)
         dec_m = dec_m + first_m + (draft_tokens - 1) * rest_m
         dec_c = dec_c + first_c + (draft_tokens - 1) * rest_c
     steps = (O - 1) / max(tokens_per_step, 1.0)

@@ -49,7 +49,7 @@ class Stepper:
     host_per_sequence_s: float
     launch_floor_s: float
     max_graph_tokens: float
-    max_prefill_graph_tokens: float  # steps with a prompt chunk (steptime.graph_limit)
+    max_prefill_graph_tokens: float  # steps with a prompt chunk (StepCosts.prefill_graph_limit)
     _touched: dict = field(default_factory=dict, compare=False, repr=False)
     _pricers: dict = field(default_factory=dict, compare=False, repr=False)
 
@@ -90,8 +90,7 @@ class Stepper:
             launch_floor_s=0.0 if ideal else (eff.eager_layer_overhead_s * c.num_layers
                                                + eff.eager_moe_layer_overhead_s * c.moe_layers),
             max_graph_tokens=c.max_cudagraph_tokens,
-            max_prefill_graph_tokens=(c.max_cudagraph_tokens if c.max_prefill_graph_tokens is None
-                                      else c.max_prefill_graph_tokens),
+            max_prefill_graph_tokens=c.prefill_graph_limit,
         )
 
     def decode_keys(self, context: float) -> float:

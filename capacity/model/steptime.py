@@ -78,6 +78,12 @@ class StepCosts:
     # over the expert's width on this GPU (split by TP without EP)
     expert_reductions: tuple[tuple[float, float], ...] = ()
 
+    @property
+    def prefill_graph_limit(self) -> float:
+        """The most tokens a step carrying a prompt chunk runs graphed: the engine's own prefill graphs where it has
+        them (SGLang), else the one graph limit of every step (vLLM)."""
+        return self.max_cudagraph_tokens if self.max_prefill_graph_tokens is None else self.max_prefill_graph_tokens
+
 
 def moe_share(c: StepCosts, eff: Efficiency) -> float:
     """The share of peak the expert GEMMs reach: moe_matmul × the FLOP-weighted K / (K + K0) of their projections
@@ -141,9 +147,9 @@ def build_costs(m: ModelArch, w: WeightBytes, gpu: Gpu, compute_precision: str, 
 def graph_limit(c: StepCosts, prefill_tokens: np.ndarray | float) -> np.ndarray | float:
     """The most tokens a step runs graphed: the prefill graphs' limit where it carries a prompt chunk (when the
     engine has its own, SGLang), else the one graph limit (vLLM: every step)."""
-    if c.max_prefill_graph_tokens is None:
+    if c.max_prefill_graph_tokens is None:  # one limit for every step: no per-step choice to make
         return c.max_cudagraph_tokens
-    return np.where(np.asarray(prefill_tokens) > 0, c.max_prefill_graph_tokens, c.max_cudagraph_tokens)
+    return np.where(np.asarray(prefill_tokens) > 0, c.prefill_graph_limit, c.max_cudagraph_tokens)
 
 
 @dataclass(frozen=True)
@@ -297,15 +303,21 @@ def draft_forwards_s(c: StepCosts, eff: Efficiency, decode_seqs, decode_context,
     if not np.any(k > 0):
         return np.zeros(np.broadcast_shapes(np.shape(decode_seqs), np.shape(prefill_tokens)))
     e = eff.model_copy(update={"host_token_s": 0.0})
+    cpu = eff.eager_layer_overhead_s * c.num_layers + eff.eager_moe_layer_overhead_s * c.moe_layers + c.forward_host_s
+
+    def seconds(parts: StepParts):
+        return parts.time_s if ideal else np.maximum(parts.gpu_s + parts.overhead_s, cpu)
+
+    first, rest = draft_forward_parts(c, e, decode_seqs, decode_context, first_tokens, prefill_tokens,
+                                      prefill_keys_per_token, ideal)
+    return np.where(k > 0, seconds(first) + np.maximum(k - 1, 0.0) * seconds(rest), 0.0)
+
+
+def draft_forward_parts(c: StepCosts, eff: Efficiency, decode_seqs, decode_context, first_tokens=1.0,
+                        prefill_tokens=0.0, prefill_keys_per_token=0.0, ideal: bool = False) -> tuple[StepParts, StepParts]:
+    """The operators of a draft model's forwards after a verification step: the first over the tokens each of the d
+    sequences just gained (`first_tokens`, τ) plus the step's prompt chunk, each later one over one token per
+    sequence (the time model `draft_forwards_s` and the power model both price these)."""
     d = np.asarray(decode_seqs, dtype=float)
-
-    def forward(seqs, p, keys):
-        parts = step_parts(c, e, seqs, decode_context, p, keys, ideal)
-        if ideal:
-            return parts.time_s
-        cpu = eff.eager_layer_overhead_s * c.num_layers + eff.eager_moe_layer_overhead_s * c.moe_layers + c.forward_host_s
-        return np.maximum(parts.gpu_s + parts.overhead_s, cpu)
-
-    first = forward(d * first_tokens, prefill_tokens, prefill_keys_per_token)
-    rest = forward(d, 0.0, 0.0)
-    return np.where(k > 0, first + np.maximum(k - 1, 0.0) * rest, 0.0)
+    return (step_parts(c, eff, d * first_tokens, decode_context, prefill_tokens, prefill_keys_per_token, ideal),
+            step_parts(c, eff, d, decode_context, 0.0, 0.0, ideal))
