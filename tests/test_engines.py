@@ -118,6 +118,23 @@ def test_speculative_config_reads_the_draft():
         read("draft_model")
 
 
+def test_synthetic_acceptance_is_read_as_the_acceptance():
+    """vLLM's synthetic rejection sampling sets the acceptance: a mean of L tokens per verification step is the
+    per-token acceptance whose geometric tokens per step is L; rates sum to L - 1; a length outside [1, k+1] is refused."""
+    from capacity.loadmodel.workload import spec_tokens_per_step
+
+    spec = '{"method": "ngram", "num_speculative_tokens": 4, "rejection_sample_method": "synthetic", %s}'
+    read = lambda more: scenario_from_argv(["vllm", "serve", "m", "--speculative-config", spec % more])
+    for length in (1.5, 3.0, 4.6):
+        a = read(f'"synthetic_acceptance_length": {length}')["spec_acceptance"]
+        assert spec_tokens_per_step(a, 4) == pytest.approx(length, rel=1e-6)
+    a = read('"synthetic_acceptance_rates": [0.6, 0.3, 0.1, 0.0]')["spec_acceptance"]
+    assert spec_tokens_per_step(a, 4) == pytest.approx(2.0, rel=1e-6)
+    for bad in ('"synthetic_acceptance_length": 6', '"synthetic_acceptance_rates": [0.5]', '"nothing": 1'):
+        with pytest.raises(ValueError, match="synthetic_acceptance"):
+            read(bad)
+
+
 TOY_MODEL = '''
     """A toy engine for the test: a fixed profile and one flag."""
     from capacity.engines.base import Engine, EngineProfile, Flag, FlagTable

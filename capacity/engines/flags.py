@@ -81,6 +81,8 @@ def speculative_config(text: str) -> dict[str, Any]:
     if not isinstance(k, int) or isinstance(k, bool) or not 0 <= k <= 64:
         raise ValueError("num_speculative_tokens: expected an integer 0..64")
     out: dict[str, Any] = {"spec_draft_tokens": k}
+    if cfg.get("rejection_sample_method") == "synthetic":  # vLLM's benchmarking mode: acceptance set, not measured
+        out["spec_acceptance"] = synthetic_acceptance(cfg, k)
     if cfg.get("method") == "ngram":
         out["spec_draft_cost"] = 0.0
     elif cfg.get("method") == "draft_model":
@@ -88,6 +90,24 @@ def speculative_config(text: str) -> dict[str, Any]:
             raise ValueError("model: a draft_model method needs the draft model's id or folder")
         out["spec_draft_model"] = draft_model_id(cfg["model"])
     return out
+
+
+def synthetic_acceptance(cfg: dict[str, Any], draft_tokens: int) -> float:
+    """The per-token acceptance of vLLM's synthetic rejection sampling (`rejection_sample_method: synthetic`), which
+    accepts drafts at set rates whatever the weights: from `synthetic_acceptance_length` (mean tokens per verification
+    step) or from `synthetic_acceptance_rates` (the unconditional chance that the first i+1 drafts are all accepted,
+    whose sum is the mean accepted drafts)."""
+    from capacity.loadmodel.workload import spec_acceptance_for
+
+    length, rates = cfg.get("synthetic_acceptance_length"), cfg.get("synthetic_acceptance_rates")
+    if rates is not None:
+        if (not isinstance(rates, list) or len(rates) != draft_tokens
+                or not all(isinstance(r, (int, float)) and not isinstance(r, bool) and 0 <= r <= 1 for r in rates)):
+            raise ValueError(f"synthetic_acceptance_rates: expected {draft_tokens} numbers in [0, 1]")
+        length = 1.0 + float(sum(rates))
+    if isinstance(length, bool) or not isinstance(length, (int, float)) or not 1 <= length <= draft_tokens + 1:
+        raise ValueError(f"synthetic_acceptance_length: expected a number in [1, {draft_tokens + 1}]")
+    return spec_acceptance_for(float(length), draft_tokens)
 
 
 def limit(field: str, kind: Callable[[str], Any]) -> Callable[[str], dict[str, Any]]:
