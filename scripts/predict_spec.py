@@ -57,10 +57,11 @@ def main() -> None:
         for cfg, isl, osl, folder, load, n, extra in points(spec):
             for method in ("closed-form", "simulate"):
                 # the server's engine: its profile and calibration
+                # the server's flags (extra) say what the spec's own fields say, and win where both do
+                fields = {"kv_precision": cfg.get("kv_precision", "bf16"), **extra}
                 s = Scenario(model=cfg["model"], engine=cfg.get("engine", "vllm"), precision=cfg.get("precision", "bf16"),
-                             gpu=cfg.get("gpu", "h200-sxm"),
-                             kv_precision=cfg.get("kv_precision", "bf16"), isl=isl, osl=osl, load=load,
-                             num_requests=n, method=method, **extra)
+                             gpu=cfg.get("gpu", "h200-sxm"), isl=isl, osl=osl, load=load,
+                             num_requests=n, method=method, **fields)
                 try:
                     e = estimate(s).model_dump()
                 except CapacityError as exc:
