@@ -47,6 +47,10 @@ class Efficiency(BaseModel):
                                                                   "the step, pipelined with the GPU")
     eager_moe_layer_overhead_s: float = Field(0.0, ge=0, description="the same per MoE layer, on top (the fused-MoE "
                                                                      "path launched op by op)")
+    quant_linear_s: float = Field(0.0, ge=0, description="time per step of each linear layer whose activations are "
+                                  "quantized (FP8 / FP4 compute: a dynamic activation-quantization kernel before "
+                                  "its GEMM, a fixed small-kernel cost in a CUDA graph). vLLM 0.26's FP8 on one H200: "
+                                  "fitted on Llama-3.1-8B alone (a guess), held out on DeepSeek-V2-Lite and Gemma 3")
     sequence_overhead_s: float = Field(5e-6, ge=0, description="CPU cost per running sequence per step")
     host_token_s: float = Field(0.0, ge=0, description="host time per sampled token, pipelined with the GPU: a step "
                                                        "lasts at least this × its sequences (front-end and scheduler "

@@ -7,6 +7,7 @@ large-batch decode step read from vLLM's own log. Rerun: python scripts/accuracy
 from __future__ import annotations
 
 import glob
+import json
 import sys
 from pathlib import Path
 
@@ -310,6 +311,26 @@ def sglang_points(sg: pd.DataFrame) -> str:
     return "\n".join(rows)
 
 
+def excluded_sentence() -> str:
+    """How many points `excluded.json` leaves out, by reason and sitting: counted from the file, not written by hand."""
+    from collections import Counter
+
+    pts = json.loads((DATA / "excluded.json").read_text())["points"]
+    by = Counter((p["reason"], p["run"].split("/")[0]) for p in pts)
+    words = {"moe-jit": "kernels compiling (sitting 1's protocol error)",
+             "jit-compile": "Triton kernels compiling while the point was timed (counted after every point; `validate "
+                            "compare` flags them)",
+             "dummy-routing": "decode faster than uniform expert routing allows (DeepSeek-V2-Lite's random dummy router "
+                              "sends a batch to few experts)"}
+    parts = []
+    for reason in dict.fromkeys(p["reason"] for p in pts):
+        sits = sorted({s for (r, s) in by if r == reason}, key=lambda x: int(x.split("-")[1]))
+        n = sum(c for (r, _), c in by.items() if r == reason)
+        where = ", ".join(f"{by[(reason, x)]} of {x.replace('-', ' ')}" for x in sits)
+        parts.append(f"{n} for {words.get(reason, reason)} ({where})")
+    return f"{len(pts)} points are excluded with their reason in `excluded.json`: " + "; ".join(parts) + "."
+
+
 def write_doc(df: pd.DataFrame, reports: dict, runs: dict[str, MeasuredRun], sg: pd.DataFrame, sg_rep: dict,
               cals: dict[str, Calibration], sg_cal: Calibration) -> None:
     """`cals`: the shipped vLLM calibrations by precision; `sg_cal`: SGLang's."""
@@ -356,24 +377,19 @@ together with the pure-decode step windows in the logs of those servers that ran
 2048/256 shapes. **Never fitted**: Gemma 3 27B (another model, with sliding-window layers; bf16 and fp8),
 Mixtral-8x7B (sitting 8: an MoE of 8 wide experts, top-2), DeepSeek-V2-Lite (sitting 9: MLA with 64 small experts,
 top-6) and gpt-oss-20b (sitting 9: native MXFP4 experts, sliding windows, attention sinks), every
-**tensor-parallel** point (TP=2 on 2×H200: the parallel model must carry over from one GPU), and sittings 5–12 (the
+**tensor-parallel** point (TP=2 on 2×H200: the parallel model must carry over from one GPU), and sittings 5–15 (the
 MoE decode ladder and bursts on other machines; long closed loops and Poisson arrivals with length spreads, priced
 by the step simulator through `validate compare`; FP8 KV cache and lone MoE prompts; prompts sharing 50 and 90 % of
 their tokens, priced at the prefix-cache hit rate the engine's counters read; gpt-oss-20b's Poisson passes of sitting
 10; sitting 11's Qwen3-8B at 16k and 32k-token prompts, Qwen3-30B-A3B lone prompts with CUDA graphs to 2,048 tokens
 and Llama-3.1-8B with n-gram speculative decoding, priced at the draft acceptance the engine's counters read; sitting
 12's MoE Poisson points after repeated warm passes, Qwen3-8B with a Qwen3-0.6B draft model and Llama-3.1-8B at 128
-clients — all predicted before they ran; the model changed after sitting 6's bursts and after sitting 7, see the
+clients; sittings 13–14's eager MoE prompt ladders; sitting 15's DeepSeek-V2-Lite FP8, an FP8 KV cache on
+Qwen3-30B-A3B and n-gram drafts at a set acceptance — all predicted before they ran; the model changed after sitting 6's bursts and after sitting 7, see the
 measurement log). One constant is set by hand from held-out points, not fitted: the extra cost of an MLA layer
 (26 µs), from DeepSeek-V2-Lite's three sync points, so those three are no longer a test of it.
-fp8 refits only the kernels that touch the weights (bandwidth, GEMM efficiency); its overheads and
-attention come from the bf16 fit. Thirteen points are excluded with their reason in
-`excluded.json`: two of sitting 1, four Poisson points of sitting 11 and three points of sitting 12 (kernels compiling
-during the point: sittings 11–12 count the server's Triton kernels after every point, and `validate compare` flags a
-point during which they grew) and
-four DeepSeek-V2-Lite decode points of sitting 9, whose median ITL is below the roofline of one decode step at their
-mean batch with uniform expert routing (random dummy weights route that model's batch to few experts; `validate
-compare` flags such points). TTFT and ITL are means over requests;
+fp8 refits the GEMM efficiencies and the activation quantization per quantized linear (`quant_linear_s`); its weight
+bandwidth, overheads and attention come from the bf16 fit. {excluded_sentence()} TTFT and ITL are means over requests;
 requests/s is completed ÷ (last end − first start). Predictions written before each sitting ran are
 in `data/predictions/*.before.jsonl`; the model changed after sitting 4 (host floor, admission, hybrid
 KV rule, below), after sitting 5 (a burst's first prefill steps priced as full steps; the SGLang
@@ -573,8 +589,8 @@ one after the other instead of overlapped made vLLM's graphed MoE prompts 20–2
   per-layer MoE overhead and the launch floor are fitted on one model.
 - **FP8 at large batch.** Llama-3.1-8B FP8 stepped slower than BF16 at ~1,000 sequences on the same host
   (sitting 2, 67–103 against 63–78 ms), so its 512/512 burst is {err("meta-llama/Llama-3.1-8B", "512x512", "burst:1000", 2, run="fp8")}
-  requests/s (ITL {err("meta-llama/Llama-3.1-8B", "512x512", "burst:1000", 2, "itl_s", run="fp8")}): the per-token activation
-  quantization is not in the model (fp8 refits only the weight-touching kernels).
+  requests/s (ITL {err("meta-llama/Llama-3.1-8B", "512x512", "burst:1000", 2, "itl_s", run="fp8")}): the activation
+  quantization is priced as a fixed cost per quantized linear, not as work that grows with the tokens of the step.
 - **Gemma 3 27B bursts** (1024/128, bf16 and fp8) served fewer requests/s than predicted
   ({err("google/gemma-3-27b-it", "1024x128", "burst:1000", 4, run="bf16")} and {err("google/gemma-3-27b-it", "1024x128", "burst:1000", 4, run="fp8")}), and FP8 at concurrency 32 too
   ({err("google/gemma-3-27b-it", "1024x128", "concurrency:32", 4, run="fp8")}): those steps mix ~8,000 prefill tokens with ~130

@@ -48,6 +48,7 @@ BOUNDS = {
     "layer_overhead_s": (0.0, 3e-4),
     "moe_layer_overhead_s": (0.0, 3e-4),
     "sequence_overhead_s": (0.0, 2e-4),
+    "quant_linear_s": (0.0, 2e-5),  # one small kernel per quantized linear: a few µs in a graph
     "host_token_s": (0.0, 3e-4),
     "eager_layer_overhead_s": (0.0, 1e-4),
     # measured: Qwen3-30B-A3B at 640 sequences stepped 44 ms with CUDA graphs to 1,024 and 70 ms with vLLM's
@@ -173,6 +174,8 @@ def free_parameters(data: list[Sample]) -> list[str]:
     names = [n for n in BOUNDS if n not in moe_only]
     if any(load_model(m).moe is not None for m in {d.scenario.model for d in data}):  # MoE terms need an MoE
         names += list(moe_only)
+    if not any(d.plan is not None and d.plan.costs.quantized_linears for d in data):  # needs quantized compute
+        names.remove("quant_linear_s")
     return names
 
 

@@ -83,7 +83,8 @@ class Stepper:
             comm_s_per_token=per_token, comm_s_fixed=fixed,
             overhead_fixed_s=0.0 if ideal else (eff.step_overhead_s + c.exposed_host_s + eff.layer_overhead_s * c.num_layers
                                                  + eff.moe_layer_overhead_s * c.moe_layers
-                                                 + eff.mla_layer_overhead_s * c.mla_layers),
+                                                 + eff.mla_layer_overhead_s * c.mla_layers
+                                                 + eff.quant_linear_s * c.quantized_linears),
             # async scheduling off (c.serial_host): the host's per-sequence work adds to the step instead of flooring it
             overhead_per_sequence_s=0.0 if ideal else eff.sequence_overhead_s + (eff.host_token_s if c.serial_host else 0.0),
             host_per_sequence_s=0.0 if ideal or c.serial_host else eff.host_token_s,

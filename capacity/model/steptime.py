@@ -70,6 +70,7 @@ class StepCosts:
     max_cudagraph_tokens: float = float("inf")
     max_prefill_graph_tokens: float | None = None  # steps with a prompt chunk: their own graph limit (None: the same)
     mla_layers: int = 0  # layers with MLA attention (DeepSeek): their extra kernels cost a fixed time each
+    quantized_linears: int = 0  # linear layers per step whose activations are quantized (FP8 / FP4 compute)
     exposed_host_s: float = 0.0  # the CPU's per-step work the engine does not overlap with the GPU (async off)
     serial_host: bool = False  # async scheduling off: the per-sequence host work adds to the step, not a floor
     draft: StepCosts | None = None  # a draft_model speculator's own costs (`draft_costs`): its forwards follow each verify
@@ -138,10 +139,26 @@ def build_costs(m: ModelArch, w: WeightBytes, gpu: Gpu, compute_precision: str, 
         max_cudagraph_tokens=max_cudagraph_tokens,
         max_prefill_graph_tokens=max_prefill_graph_tokens,
         mla_layers=m.num_layers if m.mla is not None else 0,
+        quantized_linears=quantized_linears(m) if compute_precision != "bf16" else 0,
         exposed_host_s=0.0 if async_scheduling else exposed_host_s,
         serial_host=not async_scheduling,
         expert_reductions=reductions,
     )
+
+
+def quantized_linears(m: ModelArch) -> int:
+    """The linear layers a step runs with quantized activations (W8A8 / W4A4): each gets its own activation
+    quantization. Per layer: attention's projections (GQA: fused QKV and the output; MLA: the query (or its two
+    low-rank halves), the compressed KV and the output; the absorbed KV up-projection runs in bf16), the MLP's
+    fused gate/up and down, and for an MoE layer the routed experts' two grouped GEMMs plus a shared expert's two.
+    The LM head stays bf16."""
+    if m.mla is not None:
+        attention = 3 + (1 if m.mla.q_lora_rank else 0)
+    else:
+        attention = 2
+    moe_layers = m.num_moe_layers
+    shared = 2 if m.moe is not None and m.moe.num_shared_experts else 0
+    return m.num_layers * (attention + 2) + moe_layers * shared
 
 
 def graph_limit(c: StepCosts, prefill_tokens: np.ndarray | float) -> np.ndarray | float:
@@ -242,6 +259,7 @@ def step_parts(c: StepCosts, eff: Efficiency, decode_seqs, decode_context, prefi
         comm = np.zeros_like(tokens)
     overhead = (eff.step_overhead_s + c.exposed_host_s + eff.layer_overhead_s * c.num_layers
                 + eff.moe_layer_overhead_s * c.moe_layers + eff.mla_layer_overhead_s * c.mla_layers
+                + eff.quant_linear_s * c.quantized_linears
                 + eff.sequence_overhead_s * (d + np.minimum(p, 1.0)))
     # without a CUDA graph the CPU launches the step op by op; the GPU runs behind it, so the launch is a floor
     launch = ((eff.eager_layer_overhead_s * c.num_layers + eff.eager_moe_layer_overhead_s * c.moe_layers)
