@@ -205,13 +205,17 @@ def simulation_setup(plan: Plan, cal: Calibration, s: Scenario, load_kind: str, 
     """The engine and the traffic the step simulator runs for a scenario (`trace`: Traffic's trace_* fields of a
     recorded run, replayed instead of drawn). The engine holds contexts up to the longest request the lengths can
     draw (validate's spread bounds: uniform L(1 + r), normal L(1 + 4r)), capped by max_model_len."""
+    if speculating(s) and s.spec_draft_model:
+        raise WorkloadError("the step simulator does not price a draft model's forwards yet: use --method closed-form "
+                            "(n-gram drafts, or --spec-draft-cost, simulate)")
     trace = trace or {}
     spread = 1 + (s.length_ratio if s.length_dist == "uniform" else 4 * s.length_ratio if s.length_dist == "normal" else 0)
     recorded = max((i + o for i, o in zip(trace.get("trace_isl", ()), trace.get("trace_osl", ()))), default=0)
     longest = max(recorded, int((s.isl + s.osl) * spread)) + 2
     if s.max_model_len:
         longest = min(longest, s.max_model_len)
-    engine = EngineContext.build(plan, cal.efficiency, s.ideal, longest, s.prefix_hit_rate)
+    engine = EngineContext.build(plan, cal.efficiency, s.ideal, longest, s.prefix_hit_rate,
+                                 s.spec_acceptance if speculating(s) else 0.0, s.spec_draft_tokens, s.spec_draft_cost)
     traffic = Traffic(kind="trace" if trace.get("trace_send_s") else load_kind, value=float(value),
                       num_requests=num_requests, arrivals=s.arrivals, gamma_shape=s.gamma_shape,
                       think_time_s=s.think_time_s, length_dist=s.length_dist, length_ratio=s.length_ratio, seed=s.seed,
@@ -221,8 +225,6 @@ def simulation_setup(plan: Plan, cal: Calibration, s: Scenario, load_kind: str, 
 
 def simulated_load(plan: Plan, cal: Calibration, s: Scenario, load_kind: str, value: float) -> tuple[LoadResult, str]:
     """The step simulator's answer for one scenario, shaped like the closed forms' (and the regime it describes)."""
-    if speculating(s):
-        raise WorkloadError("the step simulator does not model speculative decoding yet: use --method closed-form")
     endless = s.num_requests is None and shape(load_kind).endless
     n = shape(load_kind).simulated_requests(value, s.num_requests)
     sim = simulate(*simulation_setup(plan, cal, s, load_kind, value, n), s.isl, s.osl)
@@ -255,8 +257,9 @@ def simulation_reasons(s: Scenario, load_kind: str, value: float) -> list[str]:
     measured closed loops). A closed loop is simulated when its test is at most SIMULATED_REQUESTS_MAX requests, also
     beyond the engine's slots (the simulator admits a waiting client when the KV cache frees room; on sitting 11's two
     KV-limited closed loops at 16k-32k prompts the closed forms' queue was -68 % and -45 % on TTFT, the simulator
-    -9 % on both). Speculative decoding stays with the closed forms (the simulator does not model it)."""
-    if speculating(s):
+    -9 % on both). Speculative decoding with a draft model stays with the closed forms (the simulator does not price
+    its forwards); n-gram drafts are simulated, their random accepted runs desynchronizing a closed loop (sitting 15)."""
+    if speculating(s) and s.spec_draft_model:
         return []
     reasons = closed_form_gaps(s, load_kind)
     load = shape(load_kind)

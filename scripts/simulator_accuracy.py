@@ -90,8 +90,12 @@ def rows(paths: list[str]) -> list[dict]:
                 s = point_scenario(run, p)
                 plan = plan_for(s)
                 value = float(p.load.split(":")[1]) if ":" in p.load else 1.0
-                setup = simulation_setup(plan, calibration_for(s, plan), s, p.load.split(":")[0], value,
-                                         len(replay["trace_isl"]), replay)
+                try:
+                    setup = simulation_setup(plan, calibration_for(s, plan), s, p.load.split(":")[0], value,
+                                             len(replay["trace_isl"]), replay)
+                except CapacityError:  # what the simulator does not price (a draft model's forwards)
+                    out.append(row)
+                    continue
                 sim = simulate(*setup, s.isl, s.osl).summary()
                 for mk, pk in METRICS.items():
                     meas = getattr(p, mk)

@@ -224,3 +224,47 @@ class Stepper:
             return max(busy0 + per_key * keys(ctx), host) + launch
 
         return step
+
+
+@dataclass(frozen=True)
+class SpecStepper:
+    """A Stepper for an engine that verifies k drafted tokens per decoding sequence each step (speculative decoding
+    with drafts that cost no forward of their own, as n-gram prompt lookup, or a fixed share of a target step each):
+    every decode step carries d × k verification queries on top of the d decoding tokens. They are priced as the closed
+    forms price them (`workload._decode_step`): as extra tokens of the step that attend their sequence's context in
+    every layer and write their KV; a draft costing `draft_cost` of a plain decode step per drafted token adds that.
+    Same methods as Stepper, so the simulator takes either."""
+
+    inner: Stepper
+    draft_tokens: int
+    draft_cost: float = 0.0
+
+    def decode_keys(self, context: float) -> float:
+        return self.inner.decode_keys(context)
+
+    def prefill_keys(self, tokens: float, prefix: float) -> float:
+        return self.inner.prefill_keys(tokens, prefix)
+
+    def time_s(self, decode_seqs: float, decode_keys_per_seq: float, prefill_tokens: float,
+               prefill_keys_per_token: float) -> float:
+        if not decode_seqs:
+            return self.inner.time_s(0.0, 0.0, prefill_tokens, prefill_keys_per_token)
+        q = decode_seqs * self.draft_tokens  # verification queries, each attending its sequence's keys
+        p = prefill_tokens + q
+        keys = (prefill_tokens * prefill_keys_per_token + q * decode_keys_per_seq) / p
+        t = self.inner.time_s(decode_seqs, decode_keys_per_seq, p, keys)
+        if self.draft_cost:
+            t += self.draft_cost * self.draft_tokens * self.inner.time_s(decode_seqs, decode_keys_per_seq, 0.0, 0.0)
+        return t
+
+    def decode_pricer(self, decode_seqs: int):
+        keys = self.inner.decode_keys
+
+        def step(ctx: float) -> float:
+            return self.time_s(decode_seqs, keys(ctx), 0.0, 0.0)
+
+        return step
+
+    def decode_run_s(self, decode_seqs: int, contexts: np.ndarray) -> np.ndarray:
+        price = self.decode_pricer(decode_seqs)
+        return np.array([price(float(c)) for c in np.asarray(contexts, dtype=float)])
