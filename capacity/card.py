@@ -142,6 +142,12 @@ class AccuracyCard(BaseModel):
 
 
 @functools.cache
+def eager_moe_prompt() -> dict | None:
+    """The spread of vLLM's op-by-op MoE lone prompt across servers (card.json `eager_moe_prompt`, measured)."""
+    card = card_data()
+    return card.get("eager_moe_prompt") if card else None
+
+
 def card_data() -> dict | None:
     """The shipped card.json (None when it is absent, e.g. while scripts/build_card.py writes the first one)."""
     entry = importlib.resources.files("capacity.calibrations").joinpath(CARD_FILE)

@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from capacity.model.architecture import load_model
 from capacity.calibration import IDEAL, Calibration, find_calibration, parse_calibration_file
-from capacity.card import AccuracyCard, accuracy_card
+from capacity.card import AccuracyCard, accuracy_card, eager_moe_prompt
 from capacity.engine import engine_profile
 from capacity.model.formulas import compiled
 from capacity.hardware import load_gpu
@@ -382,11 +382,17 @@ def predict(plan: Plan, cal: Calibration, s: Scenario) -> Estimate:
     chunk, graphed_chunk = min(s.isl, profile.max_num_batched_tokens), plan.costs.prefill_graph_limit
     # measured on vLLM only: other engines' op-by-op MoE step was never timed here
     if profile.name == "vllm" and not s.ideal and model.moe is not None and chunk > graphed_chunk:
+        spread = eager_moe_prompt()
+        seen = ""
+        if spread and spread.get("eager_ttft_s") and spread.get("graphed_ttft_s"):
+            lo, hi = spread["eager_ttft_s"]
+            seen = (f"; on vLLM 0.26 / H200 the same {spread['prompt_tokens']:,}-token prompt of {spread['model']} "
+                    f"measured {lo * 1e3:.0f} to {hi * 1e3:.0f} ms across {spread['eager_points']} servers "
+                    f"({spread['graphed_ttft_s'] * 1e3:.0f} ms graphed), so expect ±{(hi - lo) / (hi + lo) * 100:.0f} % "
+                    f"on TTFT (card.json eager_moe_prompt: sittings {', '.join(x.split('-')[1] for x in spread['sittings'])})")
         notes.append(f"prompt chunks of {chunk:,} tokens run without CUDA graphs "
-                     f"(largest graph {graphed_chunk:,.0f} tokens): the MoE step launched op by op is the least predictable "
-                     "part of TTFT here; on vLLM 0.26 / H200 the same 1,024-token prompt of Qwen3-30B-A3B measured "
-                     "66 to 110 ms across servers (35 ms graphed), so expect ±30 % on TTFT (docs/measurement-log.md, "
-                     "sitting 14)")
+                     f"(largest graph {graphed_chunk:,.0f} tokens): the MoE step launched op by op is the least "
+                     f"predictable part of TTFT here{seen}")
     if profile.name == "sglang" and model.moe is not None and cal.efficiency.eager_moe_layer_overhead_s > 0:
         notes.append("the MoE launch floor without CUDA graphs was measured on vLLM, not on SGLang")
     if method == "simulate" and s.method == "auto" and not s.ideal:
