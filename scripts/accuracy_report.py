@@ -16,6 +16,7 @@ import pandas as pd
 
 from capacity import Scenario, estimate
 from capacity.calibration import Calibration
+from capacity.model.architecture import load_model
 from validate.calibration_plan import PLAN_PATH, load_measured_plan, run_measured_plan
 from validate.calibration_plan import fitted_run as fitted_run_of
 from validate.compare import MeasuredRun, compare_dirs, load_run
@@ -331,9 +332,51 @@ def excluded_sentence() -> str:
     return f"{len(pts)} points are excluded with their reason in `excluded.json`: " + "; ".join(parts) + "."
 
 
+# Issue 18's items, each a predicate on (point row, its run's scenario): scored on the calibrated, never-fitted points
+FEATURES = (
+    ("MLA + MoE (DeepSeek-V2-Lite, BF16 and FP8)", lambda r, sc: sc["model"] == "deepseek-ai/DeepSeek-V2-Lite"),
+    ("native MXFP4, sinks, sliding windows (gpt-oss-20b)", lambda r, sc: sc["model"] == "openai/gpt-oss-20b"),
+    ("long context (prompts of 16k tokens and more)", lambda r, sc: r["isl"] >= 16384),
+    ("prefix caching (shared prefixes, counted hit rate)", lambda r, sc: sc.get("prefix_hit_rate", 0) > 0),
+    ("speculative decoding, n-gram drafts", lambda r, sc: sc.get("spec_draft_tokens") and not sc.get("spec_draft_model")),
+    ("speculative decoding, a draft model", lambda r, sc: bool(sc.get("spec_draft_model"))),
+    ("FP8 KV cache", lambda r, sc: sc.get("kv_precision") == "fp8"),
+    ("MoE models (start-up memory and steps)", lambda r, sc: load_model(sc["model"]).moe is not None),
+    ("load regimes: Poisson arrivals, length spreads", lambda r, sc: str(r["load"]).startswith("rate")
+     or sc.get("length_dist", "fixed") != "fixed"),
+)
+
+
+def feature_table(df: pd.DataFrame, runs: dict[str, MeasuredRun], sg: pd.DataFrame) -> str:
+    """Per feature: median and worst |error| of the calibrated never-fitted points (excluded points are out), the
+    worst sync ITL and the worst KV-cache size at start-up; SGLang's never-fitted points as one more row."""
+    cal = df[(df["mode"] == "calibrated") & (df["split"] != "fitted") & (df["split"] != "held out")]
+    rows = ["| feature | points | TTFT median / worst | ITL median / worst | requests/s median / worst | sync ITL worst "
+            "| KV tokens worst |", "|---|---|---|---|---|---|---|"]
+
+    def cell(x: pd.Series) -> str:
+        a = x.dropna().abs()
+        return f"{a.median() * 100:.0f} / {a.max() * 100:.0f} %" if len(a) else "–"
+
+    def line(label: str, sel: pd.DataFrame) -> str:
+        sync = sel[sel["load"] == "sync"]["error_itl_s"].dropna().abs()
+        kv = (sel["predicted_kv_tokens"] / sel["measured_kv_tokens"] - 1).dropna().abs()
+        return (f"| {label} | {len(sel)} | {cell(sel['error_ttft_s'])} | {cell(sel['error_itl_s'])} | "
+                f"{cell(sel['error_requests_per_s'])} | {f'{sync.max() * 100:.0f} %' if len(sync) else '–'} | "
+                f"{f'{kv.max() * 100:.1f} %' if len(kv) else '–'} |")
+
+    for label, keep in FEATURES:
+        mask = [bool(keep(r, runs[r["run"]].scenario)) if r["run"] in runs else False for _, r in cal.iterrows()]
+        rows.append(line(label, cal[mask]))
+    sgn = sg[(sg["mode"] == "calibrated") & (sg["split"] == "other model, never fitted")]
+    rows.append(line("SGLang: Qwen3-30B-A3B (MoE) and a 16k-token shape", sgn))
+    return "\n".join(rows)
+
+
 def write_doc(df: pd.DataFrame, reports: dict, runs: dict[str, MeasuredRun], sg: pd.DataFrame, sg_rep: dict,
               cals: dict[str, Calibration], sg_cal: Calibration) -> None:
     """`cals`: the shipped vLLM calibrations by precision; `sg_cal`: SGLang's."""
+    sg_all = sg
     sg_moe = sg[sg["split"] == "other model, never fitted"]
     sg = sg[sg["split"] != "other model, never fitted"]
     calibrated = sg[sg["mode"] == "calibrated"]
@@ -418,6 +461,11 @@ running at 93–100 % KV usage in that burst.
 ## Summary
 
 {summary(df)}
+
+Per feature, calibrated, points never fitted (issue 18's items; |error| = |predicted ÷ measured − 1|; a point is in
+every row whose feature it has):
+
+{feature_table(df, runs, sg_all)}
 
 Calibrated, per precision:
 {chr(10).join(cal_lines)}
