@@ -44,6 +44,13 @@ def main() -> None:
                             Traffic(kind="rate", value=28, num_requests=10_000, **spread))):
         t = best_of(lambda traffic=traffic: simulate(engine, traffic, 1024, 128), 3)
         print(f"simulator, 10,000 requests, {label} (1024/128): {t:.2f} s (target well under 1 s)")
+    # speculative decoding (n-gram drafts, k = 4, acceptance 0.5): each sequence's steps drawn, verification priced
+    spec_engine = EngineContext.build(plan, cal.efficiency, False, 4 * (s.isl + s.osl), 0.0, 0.5, 4, 0.0)
+    for label, traffic in (("closed loop of 256 clients", Traffic(kind="concurrency", value=256, num_requests=10_000)),
+                           ("Poisson at 20 req/s, uniform:0.5 lengths",
+                            Traffic(kind="rate", value=20, num_requests=10_000, **spread))):
+        t = best_of(lambda traffic=traffic: simulate(spec_engine, traffic, 1024, 128), 3)
+        print(f"simulator with n-gram drafts (k = 4, acceptance 0.5), 10,000 requests, {label} (1024/128): {t:.2f} s")
     # capacity size --disagg: aggregated and xPyD layouts, TP 1/2/4/8 per pool, replica counts (target < 1 s)
     from capacity.disagg import search
 

@@ -429,6 +429,9 @@ def test_a_verification_step_is_priced_as_the_closed_forms_price_it(draft_cost):
             want = float(_decode_step(plan.costs, cal.efficiency, d, ctx, False, extras))
             assert eng.stepper.time_s(d, eng.stepper.decode_keys(ctx), 0.0, 0.0) == pytest.approx(want, rel=1e-9)
             assert eng.stepper.decode_pricer(d)(ctx) == pytest.approx(want, rel=1e-9)
+        ctxs = np.array([300.0, 1500.0, 9000.0, 40000.0])
+        np.testing.assert_allclose(eng.stepper.decode_run_s(d, ctxs), [eng.stepper.decode_pricer(d)(x) for x in ctxs],
+                                   rtol=1e-12)
 
 
 def test_speculative_sync_agrees_with_the_closed_form():

@@ -266,5 +266,22 @@ class SpecStepper:
         return step
 
     def decode_run_s(self, decode_seqs: int, contexts: np.ndarray) -> np.ndarray:
-        price = self.decode_pricer(decode_seqs)
-        return np.array([price(float(c)) for c in np.asarray(contexts, dtype=float)])
+        """`decode_pricer` over many contexts at once. Off the roofline, the step's parts that depend on the keys
+        are the decodes' attention (linear in the keys) and the verification queries' (the larger of their FLOPs,
+        linear in the keys, and their KV write, fixed): the rest is one call of the scalar model."""
+        ctx = np.asarray(contexts, dtype=float)
+        c = self.inner
+        d = float(decode_seqs)
+        if c.ideal or not d:
+            price = self.decode_pricer(decode_seqs)
+            return np.array([price(float(x)) for x in ctx])
+        keys = np.asarray(attended_tokens_decode(c.costs.arch, ctx), dtype=float)
+        q = d * self.draft_tokens
+        busy0, host, launch = c._parts(d, 0.0, q, 0.0)
+        write_s = q * c.kv_write_bytes_per_token / c.prefill_kv_bytes_per_s  # the queries' part at zero keys
+        per_key = d * max(c.attn_flops_per_key / c.attn_flops_per_s, c.kv_bytes_per_key / c.kv_bytes_per_s)
+        queries = np.maximum(q * keys * c.attn_flops_per_key / c.attn_flops_per_s, write_s)
+        t = np.maximum(busy0 - write_s + per_key * keys + queries, host) + launch
+        if self.draft_cost:
+            t = t + self.draft_cost * self.draft_tokens * c.decode_run_s(decode_seqs, ctx)
+        return t
