@@ -141,13 +141,13 @@ class AccuracyCard(BaseModel):
         return f"{self.domain}: " + ("; ".join(parts) if parts else "no held-out error for this slice")
 
 
-@functools.cache
 def eager_moe_prompt() -> dict | None:
     """The spread of vLLM's op-by-op MoE lone prompt across servers (card.json `eager_moe_prompt`, measured)."""
     card = card_data()
     return card.get("eager_moe_prompt") if card else None
 
 
+@functools.cache
 def card_data() -> dict | None:
     """The shipped card.json (None when it is absent, e.g. while scripts/build_card.py writes the first one)."""
     entry = importlib.resources.files("capacity.calibrations").joinpath(CARD_FILE)

@@ -94,8 +94,8 @@ def _point(pool, engine, gpu, mclass, reg, metric, measured, predicted, group) -
             "group": group}
 
 
-def measured_points() -> tuple[list[dict], dict]:
-    runs = ar.vllm_runs()
+def measured_points(runs: dict | None = None) -> tuple[list[dict], dict]:
+    runs = ar.vllm_runs() if runs is None else runs
     single = [d for d, r in runs.items() if r.scenario.get("tp", 1) == 1 and ar.fitted_run(d)]
     fitted_models = {runs[d].scenario["model"] for d in single}
     df = compare_dirs(list(runs), {"calibrated": None})
@@ -314,28 +314,26 @@ def build() -> dict:
 EAGER_MODEL, EAGER_ISL = "Qwen/Qwen3-30B-A3B", 1024  # the lone prompt measured on most servers
 
 
-def eager_moe_prompt() -> dict:
+def eager_moe_prompt(runs: dict) -> dict:
     """The MoE lone prompt run op by op, across servers: every vLLM bf16 sync point of Qwen3-30B-A3B at 1,024
-    prompt tokens (points excluded in excluded.json left out), split by whether the server's CUDA graphs reach the
-    prompt. The estimate's eager-MoE note quotes these."""
+    prompt tokens (`runs`: ar.vllm_runs(), which leaves excluded.json's points out), split by whether the server's
+    CUDA graphs reach the prompt. The estimate's eager-MoE note quotes these."""
     from capacity import engines as capacity_engines
 
     vllm = capacity_engines.get("vllm")
-    excluded = {(x["run"], x["load"]) for x in json.loads((ar.DATA / "excluded.json").read_text())["points"]}
     eager, graphed, sittings = [], [], set()
-    for d, run in sorted(ar.vllm_runs().items()):
+    for d, run in sorted(runs.items()):
         sc = run.scenario
         if sc["model"] != EAGER_MODEL or sc["precision"] != "bf16" or sc.get("tp", 1) != 1:
             continue
         # the run's scenario holds what its argv set (validate reads it with the engine's flag table)
         limit = vllm.profile(**{k: sc[k] for k in ("max_cudagraph_tokens", "max_num_seqs") if k in sc}).max_cudagraph_tokens
-        rel = str(Path(d).relative_to(ar.DATA))
         for p in run.points:
-            if p.load != "sync" or p.isl != EAGER_ISL or not p.mean_ttft_s or (rel, p.load) in excluded:
+            if p.load != "sync" or p.isl != EAGER_ISL or not p.mean_ttft_s:
                 continue
             (graphed if limit >= EAGER_ISL else eager).append(p.mean_ttft_s)
             if limit < EAGER_ISL:
-                sittings.add(rel.split("/")[0])
+                sittings.add(ar.sitting(d))
     return {"model": EAGER_MODEL, "prompt_tokens": EAGER_ISL, "engine": "vllm",
             "eager_ttft_s": [min(eager), max(eager)] if eager else None, "eager_points": len(eager),
             "graphed_ttft_s": float(np.median(graphed)) if graphed else None, "graphed_points": len(graphed),
@@ -348,7 +346,8 @@ def build_all() -> tuple[dict, list[dict], list[dict]]:
     saved = _card.card_data
     _card.card_data = lambda: None
     try:
-        mpts, mcov = measured_points()
+        runs = ar.vllm_runs()
+        mpts, mcov = measured_points(runs)
         ppts, pcov, pmeta = public_points()
     finally:
         _card.card_data = saved
@@ -366,7 +365,7 @@ def build_all() -> tuple[dict, list[dict], list[dict]]:
         "public_calibrations_note": "calibrations fitted on public data: " + (", ".join(public_cals) if public_cals
                                                                               else "none ships yet"),
         "measured_coverage": mcov,
-        "eager_moe_prompt": eager_moe_prompt(),
+        "eager_moe_prompt": eager_moe_prompt(runs),
         "public_coverage": pcov,
         "public_engines_scored_as_is": pmeta["engines_scored_as_is"],
         "public_scoring": {"rows": pmeta["rows"], "scored": pmeta["scored"], "refused": pmeta["refused"],

@@ -275,7 +275,6 @@ class _Decoders:
         self.slot_base = np.zeros(max(most_at_once, 1), dtype=np.float64)  # context − rate × clock, per slot
         self.slot_rate = np.ones(max(most_at_once, 1), dtype=np.float64)  # tokens per step (1 without drafts)
         self.slot_request: list[int] = []
-        self.rate_of = [1.0] * n
         self.slot_of = [-1] * n  # request -> its slot (−1: not decoding)
         self.made_base = [0] * n  # request -> tokens sampled − clock
         self.admission = [0] * n  # request -> its admission number (tells stale heap entries apart)
@@ -296,7 +295,7 @@ class _Decoders:
         left = self.out_len[i] - made
         steps = self.steps_for(left) if self.steps_for is not None and left > 1 else left
         # with drafts a sequence's context is priced as growing evenly, left / steps tokens a step, to its exact end
-        rate = self.rate_of[i] = left / steps if steps != left else 1.0
+        rate = left / steps  # exactly 1.0 without drafts
         slot = self.slot_of[i] = len(self.slot_request)
         self.slot_request.append(i)
         self.slot_base[slot] = context - rate * self.clock
@@ -313,7 +312,7 @@ class _Decoders:
     def remove(self, i: int) -> int:
         """Take a sequence out (the last slot moves into its place); the tokens it had sampled."""
         slot, self.slot_of[i] = self.slot_of[i], -1
-        rate = self.rate_of[i]
+        rate = float(self.slot_rate[slot])
         self.context_sum -= float(self.slot_base[slot]) + rate * self.clock
         self.rate_sum -= rate
         moved = self.slot_request.pop()

@@ -18,7 +18,7 @@ import numpy as np
 from capacity.calibration import Efficiency
 from capacity.model.formulas import compiled
 from capacity.model.kv import attended_tokens_decode
-from capacity.model.steptime import StepCosts, experts_read_per_gpu, moe_share
+from capacity.model.steptime import StepCosts, experts_read_per_gpu, fixed_overhead_s, moe_share
 
 
 @dataclass(frozen=True)
@@ -81,10 +81,7 @@ class Stepper:
             kv_write_bytes_per_token=c.num_layers * c.kv_bytes_per_token_layer,
             prefill_kv_bytes_per_s=bw * (one or eff.weight_bandwidth),
             comm_s_per_token=per_token, comm_s_fixed=fixed,
-            overhead_fixed_s=0.0 if ideal else (eff.step_overhead_s + c.exposed_host_s + eff.layer_overhead_s * c.num_layers
-                                                 + eff.moe_layer_overhead_s * c.moe_layers
-                                                 + eff.mla_layer_overhead_s * c.mla_layers
-                                                 + eff.quant_linear_s * c.quantized_linears),
+            overhead_fixed_s=0.0 if ideal else fixed_overhead_s(c, eff),
             # async scheduling off (c.serial_host): the host's per-sequence work adds to the step instead of flooring it
             overhead_per_sequence_s=0.0 if ideal else eff.sequence_overhead_s + (eff.host_token_s if c.serial_host else 0.0),
             host_per_sequence_s=0.0 if ideal or c.serial_host else eff.host_token_s,

@@ -156,9 +156,16 @@ def quantized_linears(m: ModelArch) -> int:
         attention = 3 + (1 if m.mla.q_lora_rank else 0)
     else:
         attention = 2
-    moe_layers = m.num_moe_layers
     shared = 2 if m.moe is not None and m.moe.num_shared_experts else 0
-    return m.num_layers * (attention + 2) + moe_layers * shared
+    return m.num_layers * (attention + 2) + m.num_moe_layers * shared
+
+
+def fixed_overhead_s(c: StepCosts, eff: Efficiency) -> float:
+    """A step's fixed host and launch cost whatever its tokens: per step, per layer, per MoE and MLA layer, per
+    quantized linear (step_parts and the simulator's Stepper both take it from here)."""
+    return (eff.step_overhead_s + c.exposed_host_s + eff.layer_overhead_s * c.num_layers
+            + eff.moe_layer_overhead_s * c.moe_layers + eff.mla_layer_overhead_s * c.mla_layers
+            + eff.quant_linear_s * c.quantized_linears)
 
 
 def graph_limit(c: StepCosts, prefill_tokens: np.ndarray | float) -> np.ndarray | float:
@@ -257,10 +264,7 @@ def step_parts(c: StepCosts, eff: Efficiency, decode_seqs, decode_context, prefi
         comm = 2 * c.num_layers * compiled("allreduce_time_s")(eff.link_latency_s, c.tp, msg, c.link_bytes_per_s, eff.link)
     else:
         comm = np.zeros_like(tokens)
-    overhead = (eff.step_overhead_s + c.exposed_host_s + eff.layer_overhead_s * c.num_layers
-                + eff.moe_layer_overhead_s * c.moe_layers + eff.mla_layer_overhead_s * c.mla_layers
-                + eff.quant_linear_s * c.quantized_linears
-                + eff.sequence_overhead_s * (d + np.minimum(p, 1.0)))
+    overhead = fixed_overhead_s(c, eff) + eff.sequence_overhead_s * (d + np.minimum(p, 1.0))
     # without a CUDA graph the CPU launches the step op by op; the GPU runs behind it, so the launch is a floor
     launch = ((eff.eager_layer_overhead_s * c.num_layers + eff.eager_moe_layer_overhead_s * c.moe_layers)
               * (tokens > graph_limit(c, p)))
