@@ -28,7 +28,9 @@ def points(spec: list[dict]):
     """(config, isl, osl, folder, load, num_requests, options) for every measured point of a spec."""
     for cfg in spec:
         # the server's flags, read by the engine's own flag table (as validate compare reads a run's argv)
-        flags = capacity_engines.get(cfg.get("engine", "vllm")).flags.scenario(list(cfg.get("engine_args", [])))
+        # a draft model's folder ({draft_dir}, prepared on the device) is named here by its catalog id
+        argv = [a.replace("{draft_dir}", cfg.get("draft_model", "{draft_dir}")) for a in cfg.get("engine_args", [])]
+        flags = capacity_engines.get(cfg.get("engine", "vllm")).flags.scenario(argv)
         flags = {k: v for k, v in flags.items() if k not in ("precision", "num_gpus", "data_parallel_size")}
         for isl, osl, *own in cfg["shapes"]:
             opts = own[1] if len(own) > 1 else {}
