@@ -205,9 +205,6 @@ def simulation_setup(plan: Plan, cal: Calibration, s: Scenario, load_kind: str, 
     """The engine and the traffic the step simulator runs for a scenario (`trace`: Traffic's trace_* fields of a
     recorded run, replayed instead of drawn). The engine holds contexts up to the longest request the lengths can
     draw (validate's spread bounds: uniform L(1 + r), normal L(1 + 4r)), capped by max_model_len."""
-    if speculating(s) and s.spec_draft_model:
-        raise WorkloadError("the step simulator does not price a draft model's forwards yet: use --method closed-form "
-                            "(n-gram drafts, or --spec-draft-cost, simulate)")
     trace = trace or {}
     spread = 1 + (s.length_ratio if s.length_dist == "uniform" else 4 * s.length_ratio if s.length_dist == "normal" else 0)
     recorded = max((i + o for i, o in zip(trace.get("trace_isl", ()), trace.get("trace_osl", ()))), default=0)
@@ -257,10 +254,8 @@ def simulation_reasons(s: Scenario, load_kind: str, value: float) -> list[str]:
     measured closed loops). A closed loop is simulated when its test is at most SIMULATED_REQUESTS_MAX requests, also
     beyond the engine's slots (the simulator admits a waiting client when the KV cache frees room; on sitting 11's two
     KV-limited closed loops at 16k-32k prompts the closed forms' queue was -68 % and -45 % on TTFT, the simulator
-    -9 % on both). Speculative decoding with a draft model stays with the closed forms (the simulator does not price
-    its forwards); n-gram drafts are simulated, their random accepted runs desynchronizing a closed loop (sitting 15)."""
-    if speculating(s) and s.spec_draft_model:
-        return []
+    -9 % on both). Speculative decoding is simulated too, a draft model's forwards included: the random accepted runs
+    desynchronize a closed loop (sitting 15, n-gram drafts; sitting 16b, a draft model)."""
     reasons = closed_form_gaps(s, load_kind)
     load = shape(load_kind)
     if load.drifts(value) and load.simulated_requests(value, s.num_requests) <= SIMULATED_REQUESTS_MAX:

@@ -93,7 +93,7 @@ def rows(paths: list[str]) -> list[dict]:
                 try:
                     setup = simulation_setup(plan, calibration_for(s, plan), s, p.load.split(":")[0], value,
                                              len(replay["trace_isl"]), replay)
-                except CapacityError:  # what the simulator does not price (a draft model's forwards)
+                except CapacityError:  # a scenario the simulator refuses (it says why)
                     out.append(row)
                     continue
                 sim = simulate(*setup, s.isl, s.osl).summary()

@@ -225,16 +225,34 @@ class Stepper:
 
 @dataclass(frozen=True)
 class SpecStepper:
-    """A Stepper for an engine that verifies k drafted tokens per decoding sequence each step (speculative decoding
-    with drafts that cost no forward of their own, as n-gram prompt lookup, or a fixed share of a target step each):
+    """A Stepper for an engine that verifies k drafted tokens per decoding sequence each step (speculative decoding):
     every decode step carries d × k verification queries on top of the d decoding tokens. They are priced as the closed
     forms price them (`workload._decode_step`): as extra tokens of the step that attend their sequence's context in
-    every layer and write their KV; a draft costing `draft_cost` of a plain decode step per drafted token adds that.
-    Same methods as Stepper, so the simulator takes either."""
+    every layer and write their KV. The drafts cost nothing of their own (n-gram prompt lookup), `draft_cost` of a
+    plain decode step per drafted token, or a draft model's k forwards after each verification (`draft`, as
+    `steptime.draft_forwards_s` prices them: the first over the `draft_first_tokens` (τ) each sequence just gained plus
+    the step's prompt chunk, the other k − 1 over one token per sequence, each lasting at least the CPU's op-by-op
+    launch `draft_cpu_s`). The draft reads its sequences' keys over its own layers: the target's keys ×
+    `draft_key_ratio` (layers of the draft / layers of the target, as the closed forms scale them). Same methods as
+    Stepper, so the simulator takes either."""
 
     inner: Stepper
     draft_tokens: int
     draft_cost: float = 0.0
+    draft: Stepper | None = None
+    draft_first_tokens: float = 1.0
+    draft_cpu_s: float = 0.0
+    draft_key_ratio: float = 1.0
+
+    def _draft_s(self, decode_seqs: float, decode_keys_per_seq: float, prefill_tokens: float,
+                 prefill_keys_per_token: float) -> float:
+        """The draft model's k forwards after one verification step."""
+        r = self.draft_key_ratio
+        first = self.draft._parts(decode_seqs * self.draft_first_tokens, decode_keys_per_seq * r, prefill_tokens,
+                                  prefill_keys_per_token * r)[0]
+        rest = self.draft._parts(decode_seqs, decode_keys_per_seq * r, 0.0, 0.0)[0]
+        cpu = self.draft_cpu_s
+        return max(first, cpu) + (self.draft_tokens - 1) * max(rest, cpu)
 
     def decode_keys(self, context: float) -> float:
         return self.inner.decode_keys(context)
@@ -244,13 +262,18 @@ class SpecStepper:
 
     def time_s(self, decode_seqs: float, decode_keys_per_seq: float, prefill_tokens: float,
                prefill_keys_per_token: float) -> float:
-        if not decode_seqs:
-            return self.inner.time_s(0.0, 0.0, prefill_tokens, prefill_keys_per_token)
+        if not decode_seqs:  # a prompt chunk alone: nothing to verify; a draft model still runs over it and drafts
+            t = self.inner.time_s(0.0, 0.0, prefill_tokens, prefill_keys_per_token)
+            if self.draft is not None and prefill_tokens:
+                t += self._draft_s(0.0, 0.0, prefill_tokens, prefill_keys_per_token)
+            return t
         q = decode_seqs * self.draft_tokens  # verification queries, each attending its sequence's keys
         p = prefill_tokens + q
         keys = (prefill_tokens * prefill_keys_per_token + q * decode_keys_per_seq) / p
         t = self.inner.time_s(decode_seqs, decode_keys_per_seq, p, keys)
-        if self.draft_cost:
+        if self.draft is not None:
+            t += self._draft_s(decode_seqs, decode_keys_per_seq, prefill_tokens, prefill_keys_per_token)
+        elif self.draft_cost:
             t += self.draft_cost * self.draft_tokens * self.inner.time_s(decode_seqs, decode_keys_per_seq, 0.0, 0.0)
         return t
 
@@ -279,6 +302,19 @@ class SpecStepper:
         per_key = d * max(c.attn_flops_per_key / c.attn_flops_per_s, c.kv_bytes_per_key / c.kv_bytes_per_s)
         queries = np.maximum(q * keys * c.attn_flops_per_key / c.attn_flops_per_s, write_s)
         t = np.maximum(busy0 - write_s + per_key * keys + queries, host) + launch
-        if self.draft_cost:
+        if self.draft is not None:
+            t = t + self._draft_run_s(d, keys)
+        elif self.draft_cost:
             t = t + self.draft_cost * self.draft_tokens * c.decode_run_s(decode_seqs, ctx)
         return t
+
+    def _draft_run_s(self, d: float, keys: np.ndarray) -> np.ndarray:
+        """`_draft_s` of decode-only steps over many target key counts: each forward's busy time is linear in the
+        keys (the draft's decode attention), floored by the CPU launch."""
+        dr, r, cpu = self.draft, self.draft_key_ratio, self.draft_cpu_s
+
+        def forward(seqs: float) -> np.ndarray:
+            per_key = seqs * max(dr.attn_flops_per_key / dr.attn_flops_per_s, dr.kv_bytes_per_key / dr.kv_bytes_per_s)
+            return np.maximum(dr._parts(seqs, 0.0, 0.0, 0.0)[0] + per_key * r * keys, cpu)
+
+        return forward(d * self.draft_first_tokens) + (self.draft_tokens - 1) * forward(d)
