@@ -51,6 +51,12 @@ class Efficiency(BaseModel):
                                   "quantized (FP8 / FP4 compute: a dynamic activation-quantization kernel before "
                                   "its GEMM, a fixed small-kernel cost in a CUDA graph). vLLM 0.26's FP8 on one H200: "
                                   "fitted on Llama-3.1-8B alone (a guess), held out on DeepSeek-V2-Lite and Gemma 3")
+    fp4_moe_layer_s: float = Field(0.0, ge=0, description="extra fixed cost per MoE layer whose experts are FP4 "
+                                   "weights on a GPU without FP4 tensor cores (weight-only FP4: vLLM 0.26 runs MXFP4 "
+                                   "experts on Hopper through Triton's matmul_ogs, with its own routing kernels, top-k, "
+                                   "bitmatrix sums and memsets, per layer). Fitted on gpt-oss-20b's sync points alone "
+                                   "(H200, sitting 9), held out on gpt-oss-120b (sitting 16); the two share one expert "
+                                   "shape, so whether it grows with the expert bytes is not identified")
     sequence_overhead_s: float = Field(5e-6, ge=0, description="CPU cost per running sequence per step")
     host_token_s: float = Field(0.0, ge=0, description="host time per sampled token, pipelined with the GPU: a step "
                                                        "lasts at least this × its sequences (front-end and scheduler "

@@ -101,7 +101,7 @@ def make_plan(m: ModelArch, gpu: Gpu, precision: str, kv_precision: str, profile
     # 0 = no CUDA graphs (--enforce-eager): every step is launched op by op
     costs: StepCosts = build_costs(m, w, gpu, cp, kv_b, tp, ep, profile.max_cudagraph_tokens,
                                    profile.async_scheduling, profile.exposed_step_host_s,
-                                   profile.max_prefill_graph_tokens)
+                                   profile.max_prefill_graph_tokens, fmt)
     if draft is not None:
         costs = replace(costs, draft=draft_costs(draft, w_draft, gpu, kv_b, tp, profile.draft_forward_host_s))
         notes.append(f"draft model {draft.name}: bf16 weights, {draft_kv * tp / KiB:,.0f} KiB of KV per token on top of the "

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import glob
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -46,12 +47,32 @@ def sitting(d: str) -> str:
     return Path(d).relative_to(DATA).parts[0]
 
 
+def sitting_key(name: str) -> tuple[int, str]:
+    """Order of a sitting folder: 'sitting-16b' -> (16, 'b'), a second machine of sitting 16."""
+    m = re.fullmatch(r"sitting-(\d+)(.*)", name)
+    return (int(m.group(1)), m.group(2)) if m else (10**9, name)
+
+
 def fitted_run(d: str) -> bool:
     return fitted_run_of(PLAN_PATH, VLLM_FIT, d)
 
 
 def sglang_fitted_run(d: str) -> bool:
     return fitted_run_of(PLAN_PATH, SGLANG_FIT, d)
+
+
+# vLLM fits that train on some load kinds of their own runs only (the MXFP4 per-layer cost: gpt-oss-20b's sync points)
+LOAD_FITS = [f for f in PLAN.fit if f.engine == "vllm" and f.loads is not None]
+
+
+def fitted_by_load_fit(df: pd.DataFrame) -> pd.Series:
+    """Rows a load-restricted fit trained on: its run, precision and load kind, not a HOLDOUT shape."""
+    def one(run: str, precision: str, load: str, shape: str) -> bool:
+        return shape not in HOLDOUT and any(
+            f.precision == precision and load.split(":")[0] in f.loads and fitted_run_of(PLAN_PATH, f, run)
+            for f in LOAD_FITS)
+    return pd.Series([one(*r) for r in zip(df["run"], df["precision"], df["load"], df["shape"])], index=df.index,
+                     dtype=bool)
 
 
 def pct(x: float) -> str:
@@ -98,6 +119,7 @@ def vllm_comparison(runs: dict[str, MeasuredRun]) -> pd.DataFrame:
     df["split"] = np.select(
         [df["tp"] > 1, ~df["model"].isin(fitted_models), ~df["run"].map(fitted_run), df["shape"].isin(HOLDOUT)],
         ["TP>1, never fitted", "other model, never fitted", "never fitted", "held out"], "fitted")
+    df.loc[fitted_by_load_fit(df), "split"] = "fitted"
     df = df.drop_duplicates(subset=["model", "precision", "tp", "shape", "load", "mode", "run"])
     return df
 
@@ -107,7 +129,7 @@ README_ROWS = (
     ("`--ideal` roofline (a bound, not a prediction)", "vllm", "ideal", "held out"),
     ("literature default factors, before any fit", "vllm", "default", "held out"),
     ("calibrated, **held-out shapes**", "vllm", "calibrated", "held out"),
-    ("calibrated, **other models** (Gemma 3 27B, Mixtral-8x7B, DeepSeek-V2-Lite, gpt-oss-20b; never fitted)", "vllm", "calibrated",
+    ("calibrated, **other models** (Gemma 3 27B, Mixtral-8x7B, DeepSeek-V2-Lite, gpt-oss-20b and -120b; never-fitted points only)", "vllm", "calibrated",
      "other model, never fitted"),
     ("calibrated, **TP=2, never fitted**", "vllm", "calibrated", "TP>1, never fitted"),
     ("calibrated, **other hosts** (sittings {sittings}; never fitted)", "vllm", "calibrated", "never fitted"),
@@ -133,7 +155,7 @@ def readme_table(df: pd.DataFrame, sg: pd.DataFrame) -> str:
 
 def sitting_range(df: pd.DataFrame, mode: str, split: str) -> str:
     """The sittings a split's points come from: '5–6'."""
-    numbers = sorted({int(sitting(d).split("-")[1]) for d in df[(df["mode"] == mode) & (df["split"] == split)]["run"]})
+    numbers = sorted({sitting_key(sitting(d))[0] for d in df[(df["mode"] == mode) & (df["split"] == split)]["run"]})
     return "–" if not numbers else (f"{numbers[0]}" if len(numbers) == 1 else f"{numbers[0]}–{numbers[-1]}")
 
 
@@ -231,7 +253,7 @@ def tp1_reference(df: pd.DataFrame, row: pd.Series, load: str) -> tuple[dict | N
     m = df[(df["mode"] == "calibrated") & (df["tp"] == 1) & (df["model"] == row["model"])
            & (df["precision"] == row["precision"]) & (df["shape"] == row["shape"]) & (df["load"] == load)]
     if not m.empty:  # the earliest sitting's: later sittings vary the engine's flags (CUDA graphs, drafts, lengths)
-        r = m.iloc[int(np.argmin([int(sitting(d).split("-")[1]) for d in m["run"]]))]
+        r = m.iloc[min(range(len(m)), key=lambda i: sitting_key(sitting(m["run"].iloc[i])))]
         return {"rps": r["measured_requests_per_s"], "itl": r["measured_itl_s"], "ttft": r["measured_ttft_s"]}, "measured"
     e = estimate(Scenario(model=row["model"], gpu="h200-sxm", precision=row["precision"], isl=int(row["isl"]),
                           osl=int(row["osl"]), load=load))
@@ -325,7 +347,7 @@ def excluded_sentence() -> str:
                               "sends a batch to few experts)"}
     parts = []
     for reason in dict.fromkeys(p["reason"] for p in pts):
-        sits = sorted({s for (r, s) in by if r == reason}, key=lambda x: int(x.split("-")[1]))
+        sits = sorted({s for (r, s) in by if r == reason}, key=sitting_key)
         n = sum(c for (r, _), c in by.items() if r == reason)
         where = ", ".join(f"{by[(reason, x)]} of {x.replace('-', ' ')}" for x in sits)
         parts.append(f"{n} for {words.get(reason, reason)} ({where})")
@@ -432,7 +454,9 @@ Qwen3-30B-A3B and n-gram drafts at a set acceptance — all predicted before the
 measurement log). One constant is set by hand from held-out points, not fitted: the extra cost of an MLA layer
 (26 µs), from DeepSeek-V2-Lite's three sync points, so those three are no longer a test of it.
 fp8 refits the GEMM efficiencies and the activation quantization per quantized linear (`quant_linear_s`); its weight
-bandwidth, overheads and attention come from the bf16 fit. {excluded_sentence()} TTFT and ITL are means over requests;
+bandwidth, overheads and attention come from the bf16 fit. mxfp4 keeps the fp8 fit and adds one cost per MoE layer
+of weight-only FP4 experts (`fp4_moe_layer_s`), fitted on gpt-oss-20b's three sync points alone (sitting 9; its
+other points are scored) and held out on gpt-oss-120b (sitting 16). {excluded_sentence()} TTFT and ITL are means over requests;
 requests/s is completed ÷ (last end − first start). Predictions written before each sitting ran are
 in `data/predictions/*.before.jsonl`; the model changed after sitting 4 (host floor, admission, hybrid
 KV rule, below), after sitting 5 (a burst's first prefill steps priced as full steps; the SGLang

@@ -104,7 +104,8 @@ def measured_points(runs: dict | None = None) -> tuple[list[dict], dict]:
     df = df.drop_duplicates(subset=["model", "precision", "tp", "isl", "osl", "load", "run"])
     df["shape"] = df["isl"].astype(int).astype(str) + "x" + df["osl"].astype(int).astype(str)
     # accuracy_report.vllm_comparison's split: fitted = single-GPU, fitted model, fitted run, not a HOLDOUT shape
-    df["fitted"] = (df["tp"] == 1) & df["model"].isin(fitted_models) & df["run"].map(ar.fitted_run) & ~df["shape"].isin(ar.HOLDOUT)
+    df["fitted"] = ((df["tp"] == 1) & df["model"].isin(fitted_models) & df["run"].map(ar.fitted_run)
+                    & ~df["shape"].isin(ar.HOLDOUT)) | ar.fitted_by_load_fit(df)
     df["engine"] = "vllm"
     df["group"] = ["vllm-0.26.0 " + ar.sitting(r) for r in df["run"]]
     sg_dirs = ar.sglang_runs()
@@ -337,7 +338,7 @@ def eager_moe_prompt(runs: dict) -> dict:
     return {"model": EAGER_MODEL, "prompt_tokens": EAGER_ISL, "engine": "vllm",
             "eager_ttft_s": [min(eager), max(eager)] if eager else None, "eager_points": len(eager),
             "graphed_ttft_s": float(np.median(graphed)) if graphed else None, "graphed_points": len(graphed),
-            "sittings": sorted(sittings, key=lambda x: int(x.split("-")[1]))}
+            "sittings": sorted(sittings, key=ar.sitting_key)}
 
 
 def build_all() -> tuple[dict, list[dict], list[dict]]:

@@ -8,6 +8,7 @@ import pytest
 
 from capacity.calibration import shipped_calibrations
 from validate.calibration_plan import PLAN_PATH, fitted_run, load_measured_plan, run_dirs, run_measured_plan
+from validate.compare import load_run
 
 
 def test_the_plan_names_real_runs_and_holds_shapes_out():
@@ -34,7 +35,14 @@ def test_executing_the_plan_gives_the_shipped_calibrations():
             assert r.log_ratio_q05 == pytest.approx(ship.residuals[k].log_ratio_q05, abs=1e-6), (name, k)
             assert r.log_ratio_q95 == pytest.approx(ship.residuals[k].log_ratio_q95, abs=1e-6), (name, k)
         assert (cal.fitted_on, cal.held_out, cal.source, cal.notes) == (ship.fitted_on, ship.held_out, ship.source, ship.notes)
-        assert reports[name]["held_out"], name
+        fit = load_measured_plan().named(name)
+        if fit.loads is None:
+            assert reports[name]["held_out"], name
+        else:  # a fit of some load kinds only: it trains on those, and its model's other runs are scored
+            assert all(label.split()[-1].split(":")[0] in fit.loads for label in cal.fitted_on), name
+            model = {label.split()[0] for label in cal.fitted_on}
+            assert any(not fitted_run(PLAN_PATH, fit, d) and load_run(d).scenario["model"] in model
+                       for d in run_dirs(PLAN_PATH, fit)), name
 
 
 @pytest.mark.parametrize("text, field", [
@@ -42,6 +50,8 @@ def test_executing_the_plan_gives_the_shipped_calibrations():
      "sittings='all'\nsource=''\nnotes=''\nstart='b'\n", "start"),
     ("holdout_shapes = ['1x1']\n[[fit]]\nname='a'\nengine='vllm'\ngpu='h200-sxm'\nprecision='bf16'\ndata='x'\n"
      "sittings='all'\nsource=''\nnotes=''\nfree=['warp']\n", "free"),
+    ("holdout_shapes = ['1x1']\n[[fit]]\nname='a'\nengine='vllm'\ngpu='h200-sxm'\nprecision='bf16'\ndata='x'\n"
+     "sittings='all'\nsource=''\nnotes=''\nloads=['poisson']\n", "loads"),
     ("holdout_shapes = []\n", "holdout_shapes"),
     ("[[[", "cannot read"),
 ])

@@ -175,6 +175,23 @@ def test_a_step_without_cuda_graphs_lasts_at_least_its_launch(d, ctx, launch):
         assert t == t_graphed
 
 
+@settings(max_examples=30)
+@given(d=st.integers(1, 512), ctx=st.integers(1, 8192), cost=st.floats(1e-6, 1e-4))
+def test_weight_only_fp4_experts_pay_a_fixed_cost_per_moe_layer(d, ctx, cost):
+    """MXFP4 experts on a GPU without FP4 tensor cores (the H200) run weight-only, with their own routing kernels:
+    each MoE layer costs `fp4_moe_layer_s` more per step, whatever the batch. Where FP4 runs natively (B200), or
+    the weights are not FP4, the term is absent."""
+    gpt = load_model("openai/gpt-oss-20b")
+    h200 = make_plan(gpt, load_gpu("h200-sxm"), "mxfp4", "bf16", VLLM)
+    assert h200.costs.weight_only_fp4_moe_layers == gpt.num_moe_layers == 24
+    assert make_plan(gpt, load_gpu("b200"), "mxfp4", "bf16", VLLM).costs.weight_only_fp4_moe_layers == 0
+    assert make_plan(gpt, load_gpu("h200-sxm"), "bf16", "bf16", VLLM).costs.weight_only_fp4_moe_layers == 0
+    base = EFF.model_copy(update={"host_token_s": 0.0, "fp4_moe_layer_s": 0.0})  # no host floor to hide it
+    eff = base.model_copy(update={"fp4_moe_layer_s": cost})
+    extra = float(step_time_s(h200.costs, eff, d, ctx) - step_time_s(h200.costs, base, d, ctx))
+    assert abs(extra - cost * 24) <= 1e-9 * max(1.0, float(step_time_s(h200.costs, eff, d, ctx)))
+
+
 def test_a_burst_whose_prompts_fit_enters_as_one_wave():
     """vLLM admits a request once its prompt's blocks are free: 1,000 × 512/512 on the MoE (cache for ~727 at full
     length, ~969 at the mean context) all run at once, and preemption then stretches the tail."""

@@ -25,6 +25,12 @@ MODELS = ["meta-llama/Llama-3.1-8B", "Qwen/Qwen3-30B-A3B", "google/gemma-3-27b-i
           "deepseek-ai/DeepSeek-V3"]
 
 
+def precision_of(model: str) -> str:
+    """DeepSeek-V3 as FP8 at TP 8, gpt-oss as shipped (MXFP4, weight-only on the H200: its per-layer FP4 MoE cost),
+    the rest bf16."""
+    return "fp8" if "DeepSeek" in model else "mxfp4" if "gpt-oss" in model else "bf16"
+
+
 def context(model="meta-llama/Llama-3.1-8B", isl=1024, osl=128, **kw):
     s = Scenario(model=model, isl=isl, osl=osl, **kw)
     plan = plan_for(s)
@@ -37,7 +43,7 @@ def context(model="meta-llama/Llama-3.1-8B", isl=1024, osl=128, **kw):
 def test_stepper_equals_step_parts(model, ideal):
     big = "DeepSeek" in model
     s = Scenario(model=model, tp=8 if big else 1, num_gpus=8 if big else 1, expert_parallel=big,
-                 precision="fp8" if big else "bf16", ideal=ideal)
+                 precision=precision_of(model), ideal=ideal)
     plan = plan_for(s)
     eff = calibration_for(s, plan).efficiency
     stepper = Stepper.build(plan.costs, eff, ideal)
@@ -64,7 +70,7 @@ def test_scalar_pricers_equal_the_vectorized_ones_bit_for_bit(model, ideal):
     would depend on how it was priced."""
     big = "DeepSeek" in model
     _, plan, cal, eng = context(model=model, ideal=ideal, tp=8 if big else 1, num_gpus=8 if big else 1,
-                                expert_parallel=big, precision="fp8" if big else "bf16")
+                                expert_parallel=big, precision=precision_of(model))
     st = eng.stepper
     ctxs = np.concatenate([np.arange(1, 300, dtype=float), np.random.default_rng(2).uniform(1, 40_000, 300),
                            [1023.5, 1024.0, 4096.0, 4097.25]])

@@ -49,6 +49,7 @@ BOUNDS = {
     "moe_layer_overhead_s": (0.0, 3e-4),
     "sequence_overhead_s": (0.0, 2e-4),
     "quant_linear_s": (0.0, 2e-5),  # one small kernel per quantized linear: a few µs in a graph
+    "fp4_moe_layer_s": (0.0, 1e-4),  # a weight-only FP4 MoE layer's extra kernels: ~5 small ones at a few µs each
     "host_token_s": (0.0, 3e-4),
     "eager_layer_overhead_s": (0.0, 1e-4),
     # measured: Qwen3-30B-A3B at 640 sequences stepped 44 ms with CUDA graphs to 1,024 and 70 ms with vLLM's
@@ -176,6 +177,8 @@ def free_parameters(data: list[Sample]) -> list[str]:
         names += list(moe_only)
     if not any(d.plan is not None and d.plan.costs.quantized_linears for d in data):  # needs quantized compute
         names.remove("quant_linear_s")
+    if not any(d.plan is not None and d.plan.costs.weight_only_fp4_moe_layers for d in data):  # needs FP4 experts
+        names.remove("fp4_moe_layer_s")
     return names
 
 
@@ -266,18 +269,23 @@ def widen(stats: dict[str, ResidualStats], base: dict[str, ResidualStats]) -> di
 
 def calibrate(paths: list[str], engine: str, gpu: str, precision: str, holdout_shapes: list[str] | None = None,
               source: str = "", start: Efficiency | None = None, only: tuple[str, ...] | None = None,
-              base_residuals: dict[str, ResidualStats] | None = None) -> tuple[Calibration, dict[str, dict[str, float]]]:
+              base_residuals: dict[str, ResidualStats] | None = None, loads: tuple[str, ...] | None = None
+              ) -> tuple[Calibration, dict[str, dict[str, float]]]:
     """Fit on the training shapes; return the calibration (fitted on them) and held-out error per metric.
-    `start` and `only` fit a subset of the factors, the rest kept from `start` (e.g. another precision's fit)."""
+    `start` and `only` fit a subset of the factors, the rest kept from `start` (e.g. another precision's fit);
+    `loads`: the load kinds fitted and scored (None: all). The engine's decode-step log spans every load of a
+    server, so a fit restricted by load kind does not read it."""
     runs = [load_run(p) for p in paths]
     data = samples(runs)
-    data = [d for d in data if d.scenario.gpu == gpu and (precision == "any" or d.scenario.precision == precision)]
+    data = [d for d in data if d.scenario.gpu == gpu and (precision == "any" or d.scenario.precision == precision)
+            and (loads is None or d.scenario.load.split(":")[0] in loads)]
     if not data:
         raise ValidateError(f"no measured points for gpu={gpu} precision={precision}")
     train, test = split(data, holdout_shapes)
     # the engine's own decode-step log of the training runs' servers (it separates host from GPU time)
-    steps = [st for st in step_samples(runs, {d.shape for d in train})
-             if st.scenario.gpu == gpu and (precision == "any" or st.scenario.precision == precision)]
+    steps = [] if loads is not None else [
+        st for st in step_samples(runs, {d.shape for d in train})
+        if st.scenario.gpu == gpu and (precision == "any" or st.scenario.precision == precision)]
     eff = fit(train, start, only, steps)
     stats = residual_stats(train, eff)
     if base_residuals:

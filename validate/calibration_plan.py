@@ -36,6 +36,8 @@ class MeasuredFit(BaseModel):
     max_tp: int = Field(default=1, ge=1)
     start: str | None = Field(default=None, description="an earlier fit whose factors and intervals this one starts from")
     free: list[str] | None = Field(default=None, description="the parameters refitted (None: every one the data identifies)")
+    loads: list[Literal["sync", "concurrency", "burst", "rate"]] | None = Field(
+        default=None, description="the load kinds fitted (None: every one); the rest of those runs' points are scored")
     source: str
     notes: str
 
@@ -115,7 +117,8 @@ def run_measured_plan(path: Path | str = PLAN_PATH, out_dir: Path | str | None =
         cal, rep = calibrate(dirs, f.engine, f.gpu, f.precision, plan.holdout_shapes, source=f.source,
                              start=start.efficiency if start else None,
                              only=tuple(f.free) if f.free is not None else None,
-                             base_residuals=start.residuals if start else None)
+                             base_residuals=start.residuals if start else None,
+                             loads=tuple(f.loads) if f.loads is not None else None)
         cal = cal.model_copy(update={"notes": f.notes})
         if out_dir is not None:
             (Path(out_dir) / f"{cal.engine}--{cal.gpu}--{cal.precision}.json").write_text(cal.model_dump_json(indent=1) + "\n")

@@ -71,6 +71,7 @@ class StepCosts:
     max_prefill_graph_tokens: float | None = None  # steps with a prompt chunk: their own graph limit (None: the same)
     mla_layers: int = 0  # layers with MLA attention (DeepSeek): their extra kernels cost a fixed time each
     quantized_linears: int = 0  # linear layers per step whose activations are quantized (FP8 / FP4 compute)
+    weight_only_fp4_moe_layers: int = 0  # MoE layers whose FP4 experts run weight-only (no FP4 tensor cores)
     exposed_host_s: float = 0.0  # the CPU's per-step work the engine does not overlap with the GPU (async off)
     serial_host: bool = False  # async scheduling off: the per-sequence host work adds to the step, not a floor
     draft: StepCosts | None = None  # a draft_model speculator's own costs (`draft_costs`): its forwards follow each verify
@@ -98,7 +99,7 @@ def moe_share(c: StepCosts, eff: Efficiency) -> float:
 def build_costs(m: ModelArch, w: WeightBytes, gpu: Gpu, compute_precision: str, kv_bytes: float,
                 tp: int = 1, ep: int = 1, max_cudagraph_tokens: float = float("inf"),
                 async_scheduling: bool = True, exposed_host_s: float = 0.0,
-                max_prefill_graph_tokens: float | None = None) -> StepCosts:
+                max_prefill_graph_tokens: float | None = None, weight_format: str = "bf16") -> StepCosts:
     p = count_params(m)
     head = p.lm_head if p.lm_head else p.embedding
     # the MoE router is a replicated linear (its bytes sit whole in weights.py's `other`): its FLOPs are not split
@@ -140,6 +141,8 @@ def build_costs(m: ModelArch, w: WeightBytes, gpu: Gpu, compute_precision: str, 
         max_prefill_graph_tokens=max_prefill_graph_tokens,
         mla_layers=m.num_layers if m.mla is not None else 0,
         quantized_linears=quantized_linears(m) if compute_precision != "bf16" else 0,
+        weight_only_fp4_moe_layers=(m.num_moe_layers if weight_format in ("mxfp4", "nvfp4") and compute_precision == "bf16"
+                                    else 0),
         exposed_host_s=0.0 if async_scheduling else exposed_host_s,
         serial_host=not async_scheduling,
         expert_reductions=reductions,
@@ -162,10 +165,10 @@ def quantized_linears(m: ModelArch) -> int:
 
 def fixed_overhead_s(c: StepCosts, eff: Efficiency) -> float:
     """A step's fixed host and launch cost whatever its tokens: per step, per layer, per MoE and MLA layer, per
-    quantized linear (step_parts and the simulator's Stepper both take it from here)."""
+    weight-only FP4 MoE layer, per quantized linear (step_parts and the simulator's Stepper both take it from here)."""
     return (eff.step_overhead_s + c.exposed_host_s + eff.layer_overhead_s * c.num_layers
             + eff.moe_layer_overhead_s * c.moe_layers + eff.mla_layer_overhead_s * c.mla_layers
-            + eff.quant_linear_s * c.quantized_linears)
+            + eff.fp4_moe_layer_s * c.weight_only_fp4_moe_layers + eff.quant_linear_s * c.quantized_linears)
 
 
 def graph_limit(c: StepCosts, prefill_tokens: np.ndarray | float) -> np.ndarray | float:
