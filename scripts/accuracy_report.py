@@ -357,7 +357,8 @@ def excluded_sentence() -> str:
 # Issue 18's items, each a predicate on (point row, its run's scenario): scored on the calibrated, never-fitted points
 FEATURES = (
     ("MLA + MoE (DeepSeek-V2-Lite, BF16 and FP8)", lambda r, sc: sc["model"] == "deepseek-ai/DeepSeek-V2-Lite"),
-    ("native MXFP4, sinks, sliding windows (gpt-oss-20b)", lambda r, sc: sc["model"] == "openai/gpt-oss-20b"),
+    ("native MXFP4, sinks, sliding windows (gpt-oss-20b and -120b)",
+     lambda r, sc: sc["model"] in ("openai/gpt-oss-20b", "openai/gpt-oss-120b")),
     ("long context (prompts of 16k tokens and more)", lambda r, sc: r["isl"] >= 16384),
     ("prefix caching (shared prefixes, counted hit rate)", lambda r, sc: sc.get("prefix_hit_rate", 0) > 0),
     ("speculative decoding, n-gram drafts", lambda r, sc: sc.get("spec_draft_tokens") and not sc.get("spec_draft_model")),
@@ -441,8 +442,9 @@ Llama-3.1-8B's long-context run of sitting 11 (16k, 32k and 100k-token prompts, 
 together with the pure-decode step windows in the logs of those servers that ran only training shapes. **Held out**: the 512/512 and
 2048/256 shapes. **Never fitted**: Gemma 3 27B (another model, with sliding-window layers; bf16 and fp8),
 Mixtral-8x7B (sitting 8: an MoE of 8 wide experts, top-2), DeepSeek-V2-Lite (sitting 9: MLA with 64 small experts,
-top-6) and gpt-oss-20b (sitting 9: native MXFP4 experts, sliding windows, attention sinks), every
-**tensor-parallel** point (TP=2 on 2×H200: the parallel model must carry over from one GPU), and sittings 5–15 (the
+top-6), gpt-oss-20b (sitting 9: native MXFP4 experts, sliding windows, attention sinks; its three sync points fit
+the MXFP4 layer cost) and gpt-oss-120b (sitting 16: 36 layers of 128 such experts), every
+**tensor-parallel** point (TP=2 on 2×H200: the parallel model must carry over from one GPU), and sittings 5–16 (the
 MoE decode ladder and bursts on other machines; long closed loops and Poisson arrivals with length spreads, priced
 by the step simulator through `validate compare`; FP8 KV cache and lone MoE prompts; prompts sharing 50 and 90 % of
 their tokens, priced at the prefix-cache hit rate the engine's counters read; gpt-oss-20b's Poisson passes of sitting
