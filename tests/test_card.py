@@ -132,6 +132,7 @@ def test_extrapolated(kw, why):
     ({"model": "Qwen/Qwen3-8B", "spec_draft_tokens": 4, "spec_acceptance": 0.99, "spec_draft_model": "Qwen/Qwen3-0.6B"},
      "speculative decoding (draft model)"),
     ({"isl": 100_000, "osl": 1000, "max_model_len": None}, "context of"),
+    ({"model": "openai/gpt-oss-120b", "precision": "nvfp4"}, "nvfp4 weights on H200"),  # only MXFP4 ran here
 ])
 def test_unsupported_feature(kw, why):
     c = estimate(Scenario(**kw)).card
@@ -147,6 +148,9 @@ def test_unsupported_feature(kw, why):
     {"model": "Qwen/Qwen3-8B", "spec_draft_tokens": 4, "spec_acceptance": 0.0, "spec_draft_model": "Qwen/Qwen3-0.6B"},
     {"prefix_hit_rate": 0.5},  # sitting 9: shared prefixes of 50 and 90 %
     {"isl": 32_768, "osl": 256},  # sitting 11: long prompts
+    {"model": "openai/gpt-oss-120b", "precision": "mxfp4"},  # sittings 9 and 16: MXFP4 experts on the H200
+    # sitting 16b: the draft model at a set acceptance of 0.64
+    {"model": "Qwen/Qwen3-8B", "spec_draft_tokens": 4, "spec_acceptance": 0.64, "spec_draft_model": "Qwen/Qwen3-0.6B"},
 ])
 def test_measured_features_stay_in_the_box(kw):
     """What a committed measurement ran (with the engine's own counters reading the hit rate and the acceptance) is
