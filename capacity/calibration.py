@@ -151,6 +151,29 @@ NEAREST_GPU = {"b300": "b200", "gb300": "gb200", "gb200": "b200", "h200-nvl": "h
                "h100-nvl": "h100-sxm"}
 
 
+def transfer_gemm_shares(eff: Efficiency, fitted_gpu: str, gpu: str, precision: str) -> tuple[Efficiency, str]:
+    """A calibration's GEMM efficiencies are shares of its own GPU's datasheet peak; another GPU reaches a different
+    share of its own (its clocks under GEMM load: an MI300X's best measured matmul is 54 % of its bf16 peak, an
+    H200's 80 %). Scale matmul and moe_matmul by the two GPUs' measured maximum-achievable shares at the compute
+    precision (FP4 takes FP8's, none being published), attention_matmul by their bf16 shares; unchanged where
+    either GPU has no measured figure. Returns the factors and what was done, for the calibration's note."""
+    from capacity.hardware import load_gpu  # the hardware catalog; imported here, it imports nothing of this module
+
+    if fitted_gpu == gpu:
+        return eff, ""
+    src, dst = load_gpu(fitted_gpu), load_gpu(gpu)
+    key = "bf16" if precision in ("bf16", "fp16", "int4") else "fp8"
+    a, b = src.achievable_matmul_share(key), dst.achievable_matmul_share(key)
+    a16, b16 = src.achievable_matmul_share("bf16"), dst.achievable_matmul_share("bf16")
+    if not (a and b and a16 and b16):
+        return eff, ""
+    r, r16 = b / a, b16 / a16
+    eff = eff.model_copy(update={"matmul": min(eff.matmul * r, 1.0), "moe_matmul": min(eff.moe_matmul * r, 1.0),
+                                 "attention_matmul": min(eff.attention_matmul * r16, 1.0)})
+    return eff, (f"; GEMM shares scaled x{r:.2f} ({key}) and attention x{r16:.2f} by the two GPUs' measured "
+                 "maximum-achievable matmul")
+
+
 def find_calibration(engine: str, gpu: str, precision: str) -> Calibration:
     """The shipped calibration for (engine, gpu, precision). Failing that, the same engine's calibration from the
     same GPU at another precision, else from its nearest GPU (NEAREST_GPU), else from the measured GPU, marked as
@@ -165,6 +188,8 @@ def find_calibration(engine: str, gpu: str, precision: str) -> Calibration:
         for p in dict.fromkeys(tuple(filter(None, (FP4_SIBLING.get(precision), near))) + ("bf16", "fp8", "nvfp4")):
             if (engine, g, p) in cals:
                 c = cals[(engine, g, p)]
-                return c.model_copy(update={"extrapolated": f"{engine} calibration fitted on {g} in {p}, "
-                                                            f"applied to {gpu} {precision}: an extrapolation"})
+                eff, scaled = transfer_gemm_shares(c.efficiency, g, gpu, precision)
+                return c.model_copy(update={"efficiency": eff,
+                                            "extrapolated": f"{engine} calibration fitted on {g} in {p}, "
+                                                            f"applied to {gpu} {precision}: an extrapolation{scaled}"})
     return cals.get(("default", "any", "any"), Calibration())

@@ -31,6 +31,7 @@ SOURCED_FIELDS = (
     "interconnect_bytes_per_s_per_direction",
     "tdp_watts",
     "price_usd_per_gpu_hour",
+    "achievable_matmul_flops_per_s",
 )
 
 
@@ -60,6 +61,15 @@ class DenseFlops(BaseModel):
     int8: float | None = _within(FLOPS_PER_S, default=None)
 
 
+class AchievableFlops(BaseModel):
+    """The best dense GEMM rate measured on the part (a maximum-achievable-matmul sweep over shapes), in FLOP/s: what
+    its clocks under GEMM load really give, an upper bound for real layers."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
+    bf16: float = _within(FLOPS_PER_S)
+    fp8: float | None = _within(FLOPS_PER_S, default=None)
+
+
 class Gpu(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
@@ -80,6 +90,8 @@ class Gpu(BaseModel):
     price_usd_per_gpu_hour: float | None = _within(PRICE_USD_PER_GPU_HOUR, default=None)
     price_date: str | None = None
     price_provider: str | None = None
+    achievable_matmul_flops_per_s: AchievableFlops | None = Field(
+        default=None, description="measured maximum-achievable dense matmul (None: not published)")
     confidence: Literal["H", "M", "L"] = "M"
     notes: str = ""
     sources: dict[str, str]
@@ -89,6 +101,11 @@ class Gpu(BaseModel):
         missing = [f for f in SOURCED_FIELDS if f not in self.sources and getattr(self, f) is not None]
         if missing:
             raise ValueError(f"no source given for {', '.join(missing)}")
+        a = self.achievable_matmul_flops_per_s
+        if a is not None and (a.bf16 > self.dense_flops_per_s.bf16
+                              or (a.fp8 is not None and (self.dense_flops_per_s.fp8 is None
+                                                         or a.fp8 > self.dense_flops_per_s.fp8))):
+            raise ValueError("achievable_matmul_flops_per_s exceeds the dense peak (or names fp8 without an fp8 peak)")
         if self.usable_memory_bytes > self.memory_bytes * 1.1:
             raise ValueError("usable_memory_bytes exceeds the labelled memory by more than 10 %")
         return self
@@ -101,6 +118,16 @@ class Gpu(BaseModel):
             if value is not None:
                 return value
         raise ConfigError(f"{self.id} has no bf16 peak")  # unreachable: bf16 is required
+
+    def achievable_matmul_share(self, precision: str) -> float | None:
+        """Measured maximum-achievable matmul over the dense peak, at bf16 or fp8 (fp8's falls back to bf16's where
+        only that is published); None where nothing is."""
+        a = self.achievable_matmul_flops_per_s
+        if a is None:
+            return None
+        if precision != "bf16" and a.fp8 is not None and self.dense_flops_per_s.fp8:
+            return a.fp8 / self.dense_flops_per_s.fp8
+        return a.bf16 / self.dense_flops_per_s.bf16
 
     @property
     def ridge_point_flops_per_byte(self) -> float:

@@ -299,3 +299,44 @@ def test_usable_above_label_plus_ten_percent_raises_config_error(tmp_path):
 def test_unreadable_file_raises_config_error(tmp_path):
     with pytest.raises(ConfigError):
         parse_gpu_file(tmp_path / "does-not-exist.toml")
+
+
+def test_achievable_matmul_is_below_the_peak_and_sourced():
+    """The measured maximum-achievable matmul (stas00's MAMF table, AMD's max-achievable FLOPs) is a share of the
+    dense peak: H100/H200 ~80 % at bf16, MI300X ~54 % (its clocks drop under GEMM load)."""
+    shares = {g.id: g.achievable_matmul_share("bf16") for g in gpu_catalog().values()}
+    known = {k: v for k, v in shares.items() if v is not None}
+    assert {"h200-sxm", "b200", "mi300x"} <= set(known)
+    assert all(0.3 < v <= 1.0 for v in known.values())
+    assert known["h200-sxm"] == pytest.approx(0.803, abs=0.005) and known["mi300x"] == pytest.approx(0.542, abs=0.005)
+    for gid in known:
+        assert "achievable_matmul_flops_per_s" in load_gpu(gid).sources
+
+
+def test_achievable_above_the_peak_is_a_one_line_error(tmp_path):
+    import importlib.resources
+
+    spec = importlib.resources.files("hardware_specs") / "h200-sxm.toml"
+    text = (spec.read_text(encoding="utf-8").replace("[achievable_matmul_flops_per_s]\nbf16 = 794.5e12",
+                                                          "[achievable_matmul_flops_per_s]\nbf16 = 994.5e12"))
+    bad = tmp_path / "h200-sxm.toml"
+    bad.write_text(text)
+    with pytest.raises(ConfigError, match=r"h200-sxm.toml.*achievable_matmul_flops_per_s exceeds the dense peak"):
+        parse_gpu_file(bad)
+
+
+def test_an_extrapolated_calibration_carries_the_gpus_achievable_gemm_shares():
+    """A calibration fitted on the H200 and applied to an MI300X scales its GEMM shares by the two GPUs' measured
+    maximum-achievable matmul (fp8: 48.7 % against 73.4 %) and says so; on its own GPU it is untouched, and where a
+    GPU has no published figure (L40S) nothing is scaled."""
+    from capacity.calibration import find_calibration, shipped_calibrations
+
+    base = shipped_calibrations()[("vllm", "h200-sxm", "fp8")].efficiency
+    mi = find_calibration("vllm", "mi300x", "fp8")
+    r = load_gpu("mi300x").achievable_matmul_share("fp8") / load_gpu("h200-sxm").achievable_matmul_share("fp8")
+    assert mi.efficiency.matmul == pytest.approx(base.matmul * r) and r == pytest.approx(0.663, abs=0.005)
+    assert mi.efficiency.weight_bandwidth == base.weight_bandwidth
+    assert "maximum-achievable" in mi.extrapolated
+    assert find_calibration("vllm", "h200-sxm", "fp8").efficiency.matmul == base.matmul
+    l40s = find_calibration("vllm", "l40s", "fp8")
+    assert l40s.efficiency.matmul == base.matmul and "maximum-achievable" not in l40s.extrapolated
