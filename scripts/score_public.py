@@ -235,7 +235,9 @@ def render_doc(rows: list[Row], scored: list[Scored], before: list[Scored] | Non
         "model predicts a faster server than was measured** (optimistic) and − a slower one (pessimistic). Medians "
         "are over points; a configuration published with several metrics counts once per metric.", "",
         "**This is the shipped model scored as is.** vLLM and SGLang are calibrated on one H200 here, so on every "
-        "other GPU their rows are an extrapolation. TensorRT-LLM rows use the TensorRT-LLM profile and the public "
+        "other GPU their rows are an extrapolation: the H200 factors, with the GEMM shares scaled by the two GPUs' "
+        "measured maximum-achievable matmul where both are published (`achievable_matmul_flops_per_s` in "
+        "hardware_specs; MI300X x0.66 at fp8). TensorRT-LLM rows use the TensorRT-LLM profile and the public "
         "calibrations fitted on the rows data/public/calibration-plan.toml declares; those training rows are left "
         "out of every table below, which therefore scores held-out rows only. NIM rows (backend not stated) use the "
         "vLLM profile, flagged below.", "",
