@@ -157,11 +157,12 @@ def transfer_gemm_shares(eff: Efficiency, fitted_gpu: str, gpu: str, precision: 
     H200's 80 %). Scale matmul and moe_matmul by the two GPUs' measured maximum-achievable shares at the compute
     precision (FP4 takes FP8's, none being published), attention_matmul by their bf16 shares; unchanged where
     either GPU has no measured figure. Returns the factors and what was done, for the calibration's note."""
-    from capacity.hardware import load_gpu  # the hardware catalog; imported here, it imports nothing of this module
+    from capacity.hardware import gpu_catalog  # the hardware catalog; imported here, it imports nothing of this module
 
-    if fitted_gpu == gpu:
+    catalog = gpu_catalog()
+    if fitted_gpu == gpu or fitted_gpu not in catalog or gpu not in catalog:  # a user's own GPU: no measured figure
         return eff, ""
-    src, dst = load_gpu(fitted_gpu), load_gpu(gpu)
+    src, dst = catalog[fitted_gpu], catalog[gpu]
     key = "bf16" if precision in ("bf16", "fp16", "int4") else "fp8"
     a, b = src.achievable_matmul_share(key), dst.achievable_matmul_share(key)
     a16, b16 = src.achievable_matmul_share("bf16"), dst.achievable_matmul_share("bf16")
