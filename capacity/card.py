@@ -212,8 +212,8 @@ def classify(s: "Scenario", e: "Estimate", mclass: str, reg: str, data: dict) ->
     if s.arrivals not in pub["arrivals"] and all(s.arrivals not in c["arrivals"] for c in measured):
         unsupported.append(f"{s.arrivals} arrivals: never measured")
     fmt = e.weight_format
-    ran_here = any(fmt in c["weight_formats"] and gclass in {gpu_class(g) for g in c["gpus"]} for c in measured)
-    if fmt in FP4_FORMATS and f"{gclass}/{fmt}" not in pub["gpu_class_formats"] and not ran_here:
+    if fmt in FP4_FORMATS and f"{gclass}/{fmt}" not in pub["gpu_class_formats"] and not any(
+            fmt in c["weight_formats"] and gclass in {gpu_class(g) for g in c["gpus"]} for c in measured):
         unsupported.append(f"{fmt} weights on {gclass}: no committed measurement ran them")
     if mclass not in pub["model_classes"] and all(mclass not in c["model_classes"] for c in measured):
         unsupported.append(f"{mclass} models: never measured")

@@ -422,15 +422,11 @@ def spec_context(acceptance: float, isl=1024, osl=256, draft_cost=0.0):
     return s, plan, cal, eng
 
 
-@pytest.mark.parametrize("draft_cost", [0.0, 0.1])
-def test_a_verification_step_is_priced_as_the_closed_forms_price_it(draft_cost):
-    """A decode step verifying k drafts per sequence: the simulator's step price is the closed forms' (k extra query
-    tokens per sequence attending their context, plus `spec_draft_cost` of a decode step per draft)."""
-    from capacity.loadmodel.workload import Extras, _decode_step
+def assert_decode_steps_priced_like_closed_forms(plan, cal, eng, extras, batches) -> None:
+    """The simulator's decode step (scalar, per-batch pricer, vectorized run) is the closed forms' `_decode_step`."""
+    from capacity.loadmodel.workload import _decode_step
 
-    s, plan, cal, eng = spec_context(0.5, draft_cost=draft_cost)
-    extras = Extras(0.0, 0.5, 4, draft_cost)
-    for d in (1, 16, 100):
+    for d in batches:
         for ctx in (300.0, 1500.0, 9000.0):
             want = float(_decode_step(plan.costs, cal.efficiency, d, ctx, False, extras))
             assert eng.stepper.time_s(d, eng.stepper.decode_keys(ctx), 0.0, 0.0) == pytest.approx(want, rel=1e-9)
@@ -438,6 +434,16 @@ def test_a_verification_step_is_priced_as_the_closed_forms_price_it(draft_cost):
         ctxs = np.array([300.0, 1500.0, 9000.0, 40000.0])
         np.testing.assert_allclose(eng.stepper.decode_run_s(d, ctxs), [eng.stepper.decode_pricer(d)(x) for x in ctxs],
                                    rtol=1e-12)
+
+
+@pytest.mark.parametrize("draft_cost", [0.0, 0.1])
+def test_a_verification_step_is_priced_as_the_closed_forms_price_it(draft_cost):
+    """A decode step verifying k drafts per sequence: the simulator's step price is the closed forms' (k extra query
+    tokens per sequence attending their context, plus `spec_draft_cost` of a decode step per draft)."""
+    from capacity.loadmodel.workload import Extras
+
+    s, plan, cal, eng = spec_context(0.5, draft_cost=draft_cost)
+    assert_decode_steps_priced_like_closed_forms(plan, cal, eng, Extras(0.0, 0.5, 4, draft_cost), (1, 16, 100))
 
 
 def test_speculative_sync_agrees_with_the_closed_form():
@@ -487,19 +493,11 @@ def test_a_draft_models_forwards_are_priced_as_the_closed_forms_price_them(accep
     tokens each sequence gained, floored by the CPU's op-by-op launch): the simulator's step is the closed forms'
     (`workload._decode_step` with `draft_forwards_s`), scalar, per-batch pricer and vectorized run alike. At
     acceptance 0 a draft model still drafts and is paid for."""
-    from capacity.loadmodel.workload import Extras, _decode_step
+    from capacity.loadmodel.workload import Extras
 
     s, plan, cal, eng = draft_context(acceptance)
     assert eng.spec_draft_tokens == 4 and eng.stepper.draft is not None
-    extras = Extras(0.0, acceptance, 4, 0.0)
-    for d in (1, 16, 64):
-        for ctx in (300.0, 1500.0, 9000.0):
-            want = float(_decode_step(plan.costs, cal.efficiency, d, ctx, False, extras))
-            assert eng.stepper.time_s(d, eng.stepper.decode_keys(ctx), 0.0, 0.0) == pytest.approx(want, rel=1e-9)
-            assert eng.stepper.decode_pricer(d)(ctx) == pytest.approx(want, rel=1e-9)
-        ctxs = np.array([300.0, 1500.0, 9000.0, 40000.0])
-        np.testing.assert_allclose(eng.stepper.decode_run_s(d, ctxs), [eng.stepper.decode_pricer(d)(x) for x in ctxs],
-                                   rtol=1e-12)
+    assert_decode_steps_priced_like_closed_forms(plan, cal, eng, Extras(0.0, acceptance, 4, 0.0), (1, 16, 64))
     plain = EngineContext.build(plan, cal.efficiency, False, 4 * 1280, 0.0, 0.0, 0, 0.0).stepper
     assert eng.stepper.decode_pricer(16)(1500.0) > 1.5 * plain.decode_pricer(16)(1500.0)  # the draft is paid for
 

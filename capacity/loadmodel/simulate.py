@@ -57,11 +57,12 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from capacity.calibration import Efficiency
 from capacity.errors import WorkloadError
+from capacity.loadmodel.workload import spec_tokens_per_step
 from capacity.loads import SHAPES, shape
 from capacity.model.memory import blocks_per_sequence
 from capacity.plan import Plan
-from capacity.loadmodel.workload import spec_tokens_per_step
 from capacity.model.stepper import SpecStepper, Stepper
+from capacity.model.steptime import draft_cpu_s, draft_efficiency, draft_key_ratio
 
 MAX_SIM_REQUESTS = 1_000_000
 # Steps in a row that preempt and sample no token before the run is called stuck. Without mixed prefill a prompt can
@@ -142,11 +143,9 @@ class EngineContext:
         k = int(spec_draft_tokens) if spec_draft_tokens and (spec_acceptance > 0 or c.draft is not None) else 0
         stepper = Stepper.build(c, eff, ideal)
         if k and c.draft is not None:
-            d = c.draft
-            cpu = 0.0 if ideal else (eff.eager_layer_overhead_s * d.num_layers + eff.eager_moe_layer_overhead_s
-                                     * d.moe_layers + d.forward_host_s)
-            stepper = SpecStepper(stepper, k, 0.0, Stepper.build(d, eff.model_copy(update={"host_token_s": 0.0}), ideal),
-                                  spec_tokens_per_step(spec_acceptance, k), cpu, d.num_layers / max(c.num_layers, 1))
+            stepper = SpecStepper(stepper, k, 0.0, Stepper.build(c.draft, draft_efficiency(eff), ideal),
+                                  spec_tokens_per_step(spec_acceptance, k),
+                                  0.0 if ideal else draft_cpu_s(c.draft, eff), draft_key_ratio(c))
         elif k:
             stepper = SpecStepper(stepper, k, spec_draft_cost)
         return cls(stepper, int(min(prof.max_num_batched_tokens, 10**9)),

@@ -31,7 +31,7 @@ import numpy as np
 from capacity.calibration import Efficiency
 from capacity.model.formulas import compiled
 from capacity.model.kv import attended_tokens_decode, attended_tokens_prefill
-from capacity.model.steptime import StepCosts, draft_forwards_s, step_time_s
+from capacity.model.steptime import StepCosts, draft_forwards_s, draft_key_ratio, step_time_s
 
 
 @dataclass(frozen=True)
@@ -137,7 +137,7 @@ def _decode_step(c, eff, d, ctx, ideal, extras: Extras, prefill=0.0, keys=0.0):
                     ideal)
     if extra_q and c.draft is not None:
         # the draft attends the same keys over its own layers (keys are summed over layers)
-        keys_d = np.asarray(keys, dtype=float) * c.draft.num_layers / max(c.num_layers, 1)
+        keys_d = np.asarray(keys, dtype=float) * draft_key_ratio(c)
         t = t + draft_forwards_s(c.draft, eff, d, ctx, extra_q, tau, prefill, keys_d, ideal)
     elif extra_q:
         t = t + extras.spec_draft_cost * extra_q * step_time_s(c, eff, d, ctx, 0, 0, ideal)

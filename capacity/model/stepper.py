@@ -118,6 +118,12 @@ class Stepper:
         return full_layers * full + sliding_layers * sliding
 
     @cached_property
+    def decode_key_s(self) -> float:
+        """Seconds a decoding sequence spends per cached token-layer it reads: the larger of that key's attention
+        FLOPs and its KV bytes, each at its achieved rate (off the roofline; the ideal prices FLOPs and bytes whole)."""
+        return max(self.attn_flops_per_key / self.attn_flops_per_s, self.kv_bytes_per_key / self.kv_bytes_per_s)
+
+    @cached_property
     def _layers(self) -> tuple[int, int, int | None]:
         """(full-attention layers, sliding-window layers, window), asked once per prefill chunk."""
         m = self.costs.arch
@@ -176,7 +182,7 @@ class Stepper:
             comm = (self.comm_s_fixed + self.comm_s_per_token * d) if self.comm_s_per_token else 0.0
             return np.maximum(flops / c.flops_per_s, by / c.weight_bytes_per_s) + comm
         busy0, host, launch = self._parts(d, 0.0, 0.0, 0.0)
-        per_key = d * max(self.attn_flops_per_key / self.attn_flops_per_s, self.kv_bytes_per_key / self.kv_bytes_per_s)
+        per_key = d * self.decode_key_s
         return np.maximum(busy0 + per_key * keys, host) + launch
 
     def decode_pricer(self, decode_seqs: int):
@@ -208,7 +214,7 @@ class Stepper:
 
             return ideal_step
         busy0, host, launch = self._parts(d, 0.0, 0.0, 0.0)
-        per_key = d * max(self.attn_flops_per_key / self.attn_flops_per_s, self.kv_bytes_per_key / self.kv_bytes_per_s)
+        per_key = d * self.decode_key_s
         if not sliding:  # keys = full × ctx (+ 0 × …), inlined: this runs once per simulated decode step
 
             def full_step(ctx: float) -> float:
@@ -299,7 +305,7 @@ class SpecStepper:
         q = d * self.draft_tokens
         busy0, host, launch = c._parts(d, 0.0, q, 0.0)
         write_s = q * c.kv_write_bytes_per_token / c.prefill_kv_bytes_per_s  # the queries' part at zero keys
-        per_key = d * max(c.attn_flops_per_key / c.attn_flops_per_s, c.kv_bytes_per_key / c.kv_bytes_per_s)
+        per_key = d * c.decode_key_s
         queries = np.maximum(q * keys * c.attn_flops_per_key / c.attn_flops_per_s, write_s)
         t = np.maximum(busy0 - write_s + per_key * keys + queries, host) + launch
         if self.draft is not None:
@@ -314,7 +320,6 @@ class SpecStepper:
         dr, r, cpu = self.draft, self.draft_key_ratio, self.draft_cpu_s
 
         def forward(seqs: float) -> np.ndarray:
-            per_key = seqs * max(dr.attn_flops_per_key / dr.attn_flops_per_s, dr.kv_bytes_per_key / dr.kv_bytes_per_s)
-            return np.maximum(dr._parts(seqs, 0.0, 0.0, 0.0)[0] + per_key * r * keys, cpu)
+            return np.maximum(dr._parts(seqs, 0.0, 0.0, 0.0)[0] + seqs * dr.decode_key_s * r * keys, cpu)
 
         return forward(d * self.draft_first_tokens) + (self.draft_tokens - 1) * forward(d)

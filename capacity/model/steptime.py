@@ -327,8 +327,8 @@ def draft_forwards_s(c: StepCosts, eff: Efficiency, decode_seqs, decode_context,
     k = np.asarray(draft_tokens, dtype=float)
     if not np.any(k > 0):
         return np.zeros(np.broadcast_shapes(np.shape(decode_seqs), np.shape(prefill_tokens)))
-    e = eff.model_copy(update={"host_token_s": 0.0})
-    cpu = eff.eager_layer_overhead_s * c.num_layers + eff.eager_moe_layer_overhead_s * c.moe_layers + c.forward_host_s
+    e = draft_efficiency(eff)
+    cpu = draft_cpu_s(c, eff)
 
     def seconds(parts: StepParts):
         return parts.time_s if ideal else np.maximum(parts.gpu_s + parts.overhead_s, cpu)
@@ -336,6 +336,22 @@ def draft_forwards_s(c: StepCosts, eff: Efficiency, decode_seqs, decode_context,
     first, rest = draft_forward_parts(c, e, decode_seqs, decode_context, first_tokens, prefill_tokens,
                                       prefill_keys_per_token, ideal)
     return np.where(k > 0, seconds(first) + np.maximum(k - 1, 0.0) * seconds(rest), 0.0)
+
+
+def draft_efficiency(eff: Efficiency) -> Efficiency:
+    """The factors a draft's forwards run at: the target's, without the per-token host work (the verify step pays it)."""
+    return eff.model_copy(update={"host_token_s": 0.0})
+
+
+def draft_cpu_s(c: StepCosts, eff: Efficiency) -> float:
+    """The CPU time of one draft forward launched op by op (eager launches × layers, plus its per-forward host work):
+    the floor under each of its forwards."""
+    return eff.eager_layer_overhead_s * c.num_layers + eff.eager_moe_layer_overhead_s * c.moe_layers + c.forward_host_s
+
+
+def draft_key_ratio(c: StepCosts) -> float:
+    """Keys a draft reads per key of its target (both summed over layers): layers of the draft / of the target."""
+    return c.draft.num_layers / max(c.num_layers, 1)
 
 
 def draft_forward_parts(c: StepCosts, eff: Efficiency, decode_seqs, decode_context, first_tokens=1.0,
