@@ -364,6 +364,12 @@ def test_engine_counters_per_point(vllm_server: Server, tmp_path: Path, shared: 
     assert series.load == point.load and len(series.t_s) == t.samples
     assert series.columns["prompt_tokens"][-1] - series.columns["prompt_tokens"][0] == t.prompt_tokens
     assert point.gpu_telemetry is None and "no GPU telemetry" in (point.telemetry_note or "")
+    # the host's side: the client's CPU, and the server's processes found by its listening port (the engine core
+    # computed every token on this CPU, so it used some)
+    h = point.host_telemetry
+    assert h is not None and h.client_cpu_cores > 0 and h.server_note is None
+    assert any("EngineCor" in name for name in h.server_cpu_cores), h.server_cpu_cores
+    assert sum(h.server_cpu_cores.values()) > 0
 
 
 def test_a_hit_rate_the_workload_did_not_intend_is_flagged(vllm_server: Server, tmp_path: Path):

@@ -205,6 +205,8 @@ def _telemetry_line(p: PointResult) -> str:
     if g is not None and g.mean_power_w is not None:
         parts.append(f"{g.mean_power_w:.0f} W" + (f", {g.joules_per_output_token:.3g} J/output token"
                                                   if g.joules_per_output_token else ""))
+    if p.host_telemetry is not None:
+        parts.append(p.host_telemetry.describe())
     return "; ".join(parts)
 
 

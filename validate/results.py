@@ -22,6 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from validate.engines.config import EngineFacts
 from validate.errors import ResultsError, one_line
 from validate.gpu_telemetry import GpuTelemetry
+from validate.host_telemetry import HostTelemetry
 from validate.telemetry import EngineTelemetry, TelemetrySeries
 
 POINTS_FILE = "points.jsonl"
@@ -102,6 +103,8 @@ class PointResult(BaseModel):
     source: str = "validate"
     engine_telemetry: EngineTelemetry | None = Field(default=None, description="the engine's own counters (/metrics)")
     gpu_telemetry: GpuTelemetry | None = Field(default=None, description="power, clocks and energy (NVML)")
+    host_telemetry: HostTelemetry | None = Field(default=None, description="the client's CPU and loop lag, the "
+                                                 "server's CPU by process (validate.host_telemetry)")
     telemetry_note: str | None = Field(default=None, description="why a telemetry part is absent")
 
 

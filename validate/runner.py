@@ -9,7 +9,8 @@ failed) but is not done: a resume drops it, with a warning, and measures it agai
 
 Each point also records the engine's own counters from its /metrics (validate.telemetry: a summary in the point,
 the series in telemetry.jsonl, written before the point so a stored point always has its series) and, on a GPU
-machine, power and energy (validate.gpu_telemetry).
+machine, power and energy (validate.gpu_telemetry), and the host's side: the client's CPU and event-loop lag and
+the CPU of the server's processes when it runs here (validate.host_telemetry).
 
 Requests time out after ``--request-timeout-s``; by default a time derived from the point's load
 (profiles.request_timeout_s), so one hung request holds a sync point about a minute, not half an hour.
@@ -30,6 +31,7 @@ from validate.engines import metric_names
 from validate.engines.launcher import EngineProcess
 from validate.errors import ResultsError, ServerLostError
 from validate.gpu_telemetry import GpuSampler, open_reader
+from validate.host_telemetry import HostSampler
 from validate.metrics import summarize
 from validate.telemetry import PointSampler, Scraper, TelemetrySeries
 from validate.telemetry import summarize as summarize_telemetry
@@ -144,10 +146,14 @@ def run_profile(target: Target, workload: Workload, profile: str, options: LoadO
         reporter.point_started(point.label, None if options.duration_s and not point.shape.counts_itself(point.value)
                                else total)
         timeout_s = target.request_timeout_s or request_timeout_s(point, options, maker.max_total_tokens())
-        async with PointSampler(scraper) as sampler:
+        async with PointSampler(scraper) as sampler, HostSampler(target.base_url) as host:
+            async def started() -> None:
+                await sampler.start()
+                await host.start()
+
             with GpuSampler(gpu_reader) if gpu_reader is not None else contextlib.nullcontext() as gpu:
                 records = await run_point(client, point, maker, options, reporter.request_done, timeout_s,
-                                          on_start=sampler.start)
+                                          on_start=started)
         summary = summarize(point.label, records, client.max_in_flight,
                             point.value if point.kind == "rate" else None, options.warmup)
         if summary.failed and not await _server_alive(target, engine):
@@ -158,6 +164,7 @@ def run_profile(target: Target, workload: Workload, profile: str, options: LoadO
             summary.gpu_telemetry = gpu.summary(summary.duration_s, summary.total_output_tokens, summary.completed)
         else:
             notes.append(gpu_how)
+        summary.host_telemetry = host.summary()
         summary.telemetry_note = "; ".join(notes) or None
         results.append_requests(records)
         if summary.engine_telemetry:
