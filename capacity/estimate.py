@@ -53,6 +53,8 @@ class Scenario(BaseModel):
     max_model_len: int | None = Field(None, ge=1, le=100_000_000)
     max_cudagraph_tokens: int | None = Field(None, ge=0, le=10_000_000, description="largest CUDA graph (vLLM --max-cudagraph-capture-size,"
                                              " SGLang --cuda-graph-max-bs; 0 = eager); default: the engine's")
+    recv_interval_steps: int | None = Field(None, ge=1, le=100_000, description="SGLang --scheduler-recv-interval: "
+                                            "decode steps between reads of new requests; default: the engine's (1)")
     prefix_hit_rate: float = Field(0.0, ge=0, lt=1)
     spec_acceptance: float = Field(0.0, ge=0, lt=1)
     spec_draft_tokens: int = Field(0, ge=0, le=64)
@@ -154,10 +156,13 @@ def plan_for(s: Scenario) -> Plan:
     calibration, so one plan serves every calibration a fit tries (raises DoesNotFitError and friends with the
     reason)."""
     _check_lengths(s)
+    if s.recv_interval_steps not in (None, 1) and s.engine != "sglang":
+        raise WorkloadError(f"recv_interval_steps is SGLang's --scheduler-recv-interval; engine {s.engine} has no such "
+                            "setting")
     gpu = load_gpu(s.gpu)
     profile = engine_profile("ideal" if s.ideal else s.engine, gpu.usable_memory_bytes, s.tp, gpu_memory_utilization=s.gpu_memory_utilization,
                              max_num_seqs=s.max_num_seqs, max_num_batched_tokens=s.max_num_batched_tokens,
-                             max_cudagraph_tokens=s.max_cudagraph_tokens,
+                             max_cudagraph_tokens=s.max_cudagraph_tokens, recv_interval_steps=None if s.ideal else s.recv_interval_steps,
                              spec_draft_tokens=s.spec_draft_tokens if speculating(s) else None,
                              spec_draft_model=s.spec_draft_model if speculating(s) else None)
     model = load_model(s.model)
@@ -192,7 +197,7 @@ def load_context(plan: Plan, cal: Calibration, s: Scenario, isl, osl) -> LoadCon
                   np.asarray(plan.max_concurrent(np.asarray(isl)), dtype=float))
     budget = plan.profile.max_num_scheduled_tokens or plan.profile.max_num_batched_tokens
     return LoadContext(plan.costs, cal.efficiency, budget, slots, s.ideal,
-                       extras_of(s), plan.profile.mixed_prefill)
+                       extras_of(s), plan.profile.mixed_prefill, plan.profile.recv_interval_steps)
 
 
 def run_load(plan: Plan, cal: Calibration, s: Scenario, isl, osl, load_kind: str, value) -> LoadResult:
@@ -364,6 +369,10 @@ def predict(plan: Plan, cal: Calibration, s: Scenario) -> Estimate:
     if profile.name == "sglang" and model.sliding_window:
         notes.append("SGLang keeps sliding-window layers in a pool of its own, which is not modelled: the KV "
                      "figures follow vLLM's hybrid-allocator rule")
+    if profile.recv_interval_steps > 1 and load.kind not in ("sync", "burst"):
+        notes.append(f"new requests are read every {profile.recv_interval_steps} decode steps: the mean wait of "
+                     f"{(profile.recv_interval_steps - 1) / 2:g} steps more is SGLang's rule read from its code, not "
+                     "measured here")
     if host_bound:
         notes.append(f"decode is host-bound at {f['running']:,.0f} running sequences: the engine's host work "
                      f"({cal.efficiency.host_token_s * 1e6:.0f} µs per sequence per step, from calibration "

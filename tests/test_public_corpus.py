@@ -68,3 +68,30 @@ def test_doc_and_scores_are_up_to_date():
     assert scores == (REPO / "data" / "public" / "scores.csv").read_text(), "run python scripts/score_public.py"
     readme = (REPO / "README.md").read_text()
     assert mod.with_readme_table(readme, table) == readme, "run python scripts/score_public.py"
+
+
+def test_inferencex_sglang_rows_take_their_launch_scripts_settings(rows):
+    """InferenceX's B200/B300 SGLang scripts read new requests every 10 decode steps below 16 clients and every 30
+    from 16 on, with their graphs, memory fraction and chunk; its MI355X scripts set no interval. KV precision is
+    the scripts' own: fp8_e4m3 on B200/B300 and MI355X from 2026-02-19, SGLang's bf16 default on MI355X before."""
+    from validate.public.scenario import scenario_for
+
+    seen = set()
+    for r in rows:
+        if r.source_kind != "inferencex" or r.engine != "sglang":
+            continue
+        s, flags = scenario_for(r)
+        date = r.published.split("run of ")[1][:10]
+        if r.gpu in ("b200", "b300"):
+            assert s["recv_interval_steps"] == (30 if r.concurrency >= 16 else 10), r.row_id
+            assert (s["max_cudagraph_tokens"], s["max_num_seqs"], s["gpu_memory_utilization"],
+                    s["max_num_batched_tokens"]) == (256, 256, 0.85, 16384)
+            assert any("InferenceX's SGLang launch settings" in f for f in flags)
+            assert r.kv_precision == "fp8"
+        else:
+            assert "recv_interval_steps" not in s and r.gpu == "mi355x"
+            assert r.kv_precision == ("bf16" if date == "2025-10-06" else "fp8"), r.row_id
+            assert ("ambiguous" in r.note) == (date == "2025-10-06")
+        seen.add((r.gpu, s.get("recv_interval_steps")))
+    assert {("b200", 10), ("b200", 30), ("b300", 10), ("b300", 30), ("mi355x", None)} <= seen
+    assert all(r.kv_precision == "unstated" for r in rows if r.source_kind == "inferencex" and r.engine == "trtllm")

@@ -14,9 +14,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from capacity.errors import WorkloadError
-from capacity.estimate import Scenario, calibration_for, estimate, plan_for
+from capacity.estimate import Scenario, calibration_for, estimate, load_context, plan_for
 from capacity.model.kv import attended_tokens_prefill
-from capacity.loadmodel.simulate import (MAX_STALLED_STEPS, EngineContext, Traffic, _FrontEnd, _requests, simulate,
+from capacity.loadmodel.simulate import (MAX_STALLED_STEPS, count_after, next_read_step, EngineContext, Traffic, _FrontEnd, _requests, simulate,
                                spread_lengths)
 from capacity.model.steptime import step_time_s
 from capacity.model.stepper import Stepper
@@ -132,6 +132,8 @@ def reference_simulate(engine: EngineContext, traffic: Traffic, isl: int, osl: i
     running: list[int] = []  # admission order
     t = busy = run_time = 0.0
     steps = preemptions = max_running = finished = stalled = 0
+    every = engine.recv_interval_steps
+    reads = every  # arrivals are read when this reaches `every` (or when nothing runs); +1 per decode-only step
 
     def finish(i, t_emit):
         nonlocal finished
@@ -148,8 +150,10 @@ def reference_simulate(engine: EngineContext, traffic: Traffic, isl: int, osl: i
     while finished < n:
         if front.pending and front.next_handover_s() <= t:
             front.flush(arrivals)
-        while arrivals and arrivals[0][0] <= t:
-            waiting.append(heapq.heappop(arrivals)[1])
+        if reads >= every or not running:
+            reads = 0
+            while arrivals and arrivals[0][0] <= t:
+                waiting.append(heapq.heappop(arrivals)[1])
         if not running and not waiting:
             if next_arrival() == np.inf:
                 break
@@ -188,6 +192,7 @@ def reference_simulate(engine: EngineContext, traffic: Traffic, isl: int, osl: i
             if next_arrival() == np.inf:
                 raise WorkloadError("simulate: the engine cannot admit the next request (it needs more KV blocks than are free)")
             t = max(t, next_arrival())
+            reads = every
             continue
         d, p = len(dec), sum(k for _, k in chunks)
         keys = st.decode_keys(float(done[dec].sum()) / d) if d else 0.0
@@ -214,6 +219,7 @@ def reference_simulate(engine: EngineContext, traffic: Traffic, isl: int, osl: i
                     first[i] = front.deliver(t)
                 if gen[i] >= O[i]:
                     finish(i, t)
+        reads = every if chunks else reads + 1
         stalled = 0 if sampled or preemptions == preempted_before else stalled + 1
         if stalled > MAX_STALLED_STEPS:
             raise WorkloadError("simulate: the scheduler is stuck")
@@ -236,13 +242,14 @@ def small_engine(model: str, engine: str, ideal: bool) -> EngineContext:
        spread=st.sampled_from([("fixed", 0.0), ("uniform", 0.8), ("normal", 0.4)]),
        think=st.sampled_from([0.0, 0.02]), front=st.sampled_from([(None, None), (0.0, 0.0), (0.003, 0.01)]),
        kv=st.sampled_from([None, 1.0, 3.0, 8.0]), budget=st.sampled_from([None, 64, 700]), seqs=st.sampled_from([None, 3]),
-       hit=st.sampled_from([0.0, 0.5]), seed=st.integers(0, 3))
+       hit=st.sampled_from([0.0, 0.5]), seed=st.integers(0, 3), recv=st.sampled_from([1, 1, 3, 10]))
 def test_simulator_equals_a_plain_step_by_step_scheduler(model, engine, ideal, load, n, isl, osl, spread, think, front,
-                                                         kv, budget, seqs, hit, seed):
+                                                         kv, budget, seqs, hit, seed, recv):
     """Random small runs (small KV caches that preempt, small token budgets and sequence limits, front-end intake,
-    think time, prefix hits, every arrival process): the fast simulator gives what one step at a time gives."""
+    think time, prefix hits, every arrival process, reads of new requests every few decode steps): the fast
+    simulator gives what one step at a time gives."""
     eng = small_engine(model, engine, ideal)
-    change = {"prefix_hit_rate": hit}
+    change = {"prefix_hit_rate": hit, "recv_interval_steps": recv}
     if kv is not None:  # room for `kv` whole requests of the mean length: preemption and waiting for blocks
         change["num_blocks"] = int(eng.block_table[isl + osl] * kv) + 1
     if budget is not None:
@@ -514,3 +521,60 @@ def test_a_draft_model_closed_loop_is_simulated_and_drifts():
     loop = s.model_copy(update={"load": "concurrency:64", "num_requests": 128})
     assert estimate(loop).method == "simulate"
     assert estimate(loop).ttft_s < 0.9 * estimate(loop.model_copy(update={"method": "closed-form"})).ttft_s
+
+
+def test_reads_of_new_requests_come_every_n_decode_steps():
+    """next_read_step and count_after are the read counter stepped one decode step at a time: at the top of each
+    iteration a counter at N reads and restarts, each decode step adds 1."""
+    for every in (1, 2, 5, 30):
+        for count in range(every):
+            c, after = count, []
+            for _ in range(4 * every):
+                if c >= every:
+                    c = 0
+                c += 1
+                after.append(c)  # after[m - 1]: the counter after m steps; == every: a read comes next
+            for m in range(1, 4 * every + 1):
+                assert count_after(count, every, m) == after[m - 1], (every, count, m)
+            for reached in range(1, 3 * every + 1):
+                first = min(m for m in range(reached, 4 * every + 1) if after[m - 1] == every)
+                assert next_read_step(count, every, reached) == first, (every, count, reached)
+
+
+@pytest.mark.parametrize("load", ["sync", "burst:32"])
+def test_an_idle_scheduler_reads_at_once(load):
+    """One request at a time, or a burst on an idle engine: a read interval changes nothing."""
+    base = estimate(Scenario(engine="sglang", isl=1024, osl=64, load=load, method="simulate"))
+    slow = estimate(Scenario(engine="sglang", isl=1024, osl=64, load=load, method="simulate", recv_interval_steps=30))
+    closed = estimate(Scenario(engine="sglang", isl=1024, osl=64, load=load, method="closed-form", recv_interval_steps=30))
+    assert slow.ttft_s == base.ttft_s and slow.itl_s == base.itl_s
+    assert closed.ttft_s == estimate(Scenario(engine="sglang", isl=1024, osl=64, load=load, method="closed-form")).ttft_s
+
+
+@pytest.mark.parametrize("load", ["concurrency:32", "rate:6"])
+def test_a_read_interval_adds_its_half_cycle_to_ttft(load):
+    """A drifted closed loop or Poisson arrivals: reads every N decode steps add about (N − 1) / 2 decode steps to
+    the mean TTFT in the simulator (arrivals are grouped, so their prefill batches grow too: within 0.6–2×), and the
+    closed forms add exactly that many of their own decode steps."""
+    every = 30
+    common = dict(engine="sglang", isl=1024, osl=256, load=load, num_requests=600, length_dist="uniform",
+                  length_ratio=0.2, arrivals="poisson")
+    base = estimate(Scenario(**common, method="simulate"))
+    slow = estimate(Scenario(**common, method="simulate", recv_interval_steps=every))
+    half_cycle = (every - 1) / 2 * base.itl_s
+    assert 0.6 * half_cycle <= slow.ttft_s - base.ttft_s <= 2.0 * half_cycle
+    s0 = Scenario(engine="sglang", isl=1024, osl=256, load=load)
+    plan = plan_for(s0)
+    ctx = load_context(plan, calibration_for(s0, plan), s0, 1024, 256)
+    value = float(load.split(":")[1])
+    price = (lambda c: c.closed_loop(1024, 256, value)) if load.startswith("concurrency") else (
+        lambda c: c.open_loop(1024, 256, value))
+    r0, r1 = price(ctx), price(dataclasses.replace(ctx, recv_interval_steps=every))
+    assert float(r1.ttft_s - r0.ttft_s) == pytest.approx((every - 1) / 2 * float(r0.decode_step_s), rel=1e-9)
+    assert float(r1.itl_s) == float(r0.itl_s)
+    assert float(r1.e2e_latency_s - r0.e2e_latency_s) == pytest.approx(float(r1.ttft_s - r0.ttft_s), rel=1e-9)
+
+
+def test_a_read_interval_is_sglangs_alone():
+    with pytest.raises(WorkloadError, match="SGLang's --scheduler-recv-interval"):
+        estimate(Scenario(engine="vllm", load="concurrency:8", recv_interval_steps=10))

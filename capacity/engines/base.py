@@ -58,6 +58,9 @@ class EngineProfile(BaseModel):
     reserve_output_at_admission: bool = Field(False, description="a request is admitted only when its whole final "
                                               "length fits beside the running requests' (SGLang); False: when its "
                                               "prompt's blocks are free (vLLM)")
+    recv_interval_steps: int = Field(1, ge=1, description="new requests are taken off the socket only every this "
+                                     "many decode steps while a batch runs; a step with a prompt chunk lets the next "
+                                     "iteration take them at once (SGLang's --scheduler-recv-interval; 1: every step)")
     mixed_prefill: bool = Field(True, description="prefill chunks ride in decode steps (vLLM); False: a prefill "
                                                   "batch runs alone while running sequences wait (SGLang's default)")
     lean_profile_run: bool = Field(True, description="False: every model is profiled on the full path (vLLM's V1 model "

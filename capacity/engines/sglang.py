@@ -10,6 +10,11 @@ The fraction, the prefill chunk and the largest decode CUDA graph follow from th
 CUDA graphs: decode batches up to the largest decode graph (256 sequences on the H200); prefill batches replay graphs
 captured at token counts up to the chunk, so a lone prompt is never launched op by op (sitting 14: Qwen3-30B-A3B's
 1,024-token prompt 36 ms on SGLang, 66–110 ms on vLLM 0.26 at default graphs, 35 ms on vLLM with graphs to 2,048).
+Receiving: with --scheduler-recv-interval N > 1 the scheduler reads new requests off its socket only when a counter
+reaches N; each loop iteration adds 1 after a decode (or verify) step or none at all, 1000 after a prefill or mixed
+step (SGLang 0.5.9–0.5.17 `SchedulerRecvSkipper`; read from the release wheels). In steady decode an arrival waits
+for the next read, N decode steps apart; after a prefill the next iteration reads at once. An idle scheduler runs no
+GPU work between its iterations, so its wait is taken as none.
 Sliding-window models use vLLM's hybrid-allocator rule (SGLang's own SWA pool is not modelled).
 """
 
@@ -103,6 +108,9 @@ FLAGS = FlagTable((
          read=limit("max_num_batched_tokens", int)),
     Flag("disable_cuda_graph", "--disable-cuda-graph", "no CUDA graphs",
          read=graphs_off, write=lambda s: s.get("max_cudagraph_tokens") == 0, switch=True),
+    Flag("scheduler_recv_interval", "--scheduler-recv-interval",
+         "decode steps between two reads of new requests while a batch runs (default 1)",
+         read=limit("recv_interval_steps", int), write=lambda s: s.get("recv_interval_steps")),
     Flag("cuda_graph_max_bs", "--cuda-graph-max-bs", "largest decode CUDA graph, in SEQUENCES (one token each)",
          read=graphs_to, write=lambda s: s.get("max_cudagraph_tokens") or None),
 ))

@@ -127,6 +127,7 @@ class EngineContext:
     reserve_output: bool = False  # admit by the whole final length (SGLang), not by the prompt's blocks (vLLM)
     spec_draft_tokens: int = 0  # speculative decoding: k drafts verified per decoding sequence and step
     spec_acceptance: float = 0.0  # the chance that each draft is accepted (the first rejection ends the run)
+    recv_interval_steps: int = 1  # new arrivals are read every this many decode steps while a batch runs (SGLang)
 
     @classmethod
     def build(cls, plan: Plan, eff: Efficiency, ideal: bool, max_context: int, prefix_hit_rate: float = 0.0,
@@ -152,7 +153,7 @@ class EngineContext:
                    int(min(prof.max_num_seqs, 10**9)), int(plan.memory.num_blocks), table, prof.mixed_prefill,
                    0.0 if ideal else eff.request_overhead_s, 0.0 if ideal else eff.admission_s, prefix_hit_rate,
                    prof.block_size_tokens, prof.reserve_output_at_admission and not ideal, k,
-                   float(spec_acceptance) if k else 0.0)
+                   float(spec_acceptance) if k else 0.0, 1 if ideal else prof.recv_interval_steps)
 
 
 @dataclass(frozen=True)
@@ -460,6 +461,23 @@ _STUCK = ("simulate: the scheduler is stuck: each step a prompt is admitted into
           "preempted by them and admitted again, and no decode runs (unmixed prefill with a small KV cache)")
 
 
+def next_read_step(count: int, interval: int, reached: int) -> int:
+    """Decode steps from now to the scheduler's first read of its socket at or after step `reached` (the step whose
+    end an arrival falls in): reads come when the counter, now `count` < `interval`, reaches `interval`, and every
+    `interval` steps after that (nothing read at the ones before: the arrival had not come)."""
+    first = interval - count
+    return first if reached <= first else first + interval * -(-(reached - first) // interval)
+
+
+def count_after(count: int, interval: int, k: int) -> int:
+    """The read counter after k decode steps with nothing to read; `interval` means: read at the next iteration."""
+    first = interval - count
+    if k < first:
+        return count + k
+    since = (k - first) % interval
+    return interval if since == 0 else since
+
+
 def simulate(engine: EngineContext, traffic: Traffic, isl: int, osl: int) -> SimResult:
     """Run the requests of `traffic` through the engine step by step; client-side times per request."""
     I, O, sends = _requests(traffic, isl, osl)
@@ -532,6 +550,8 @@ def simulate(engine: EngineContext, traffic: Traffic, isl: int, osl: int) -> Sim
     seq_counter = 0
     finished = 0
     stalled = 0  # steps in a row that preempted and sampled no token
+    every = engine.recv_interval_steps
+    reads = every  # the read counter (SGLang's recv skipper): arrivals are taken in when it reaches `every`
 
     def finish(i: int, t_emit: float) -> None:
         nonlocal prefill_blocks, running_final, finished
@@ -568,8 +588,10 @@ def simulate(engine: EngineContext, traffic: Traffic, isl: int, osl: int) -> Sim
     while finished < n:
         if front.pending and front.next_handover_s() <= t:
             front.flush(arrive_heap)
-        while arrive_heap and arrive_heap[0][0] <= t:
-            waiting.append(heapq.heappop(arrive_heap)[1])
+        if reads >= every or not running:  # an idle scheduler does no GPU work between its reads: taken as none
+            reads = 0
+            while arrive_heap and arrive_heap[0][0] <= t:
+                waiting.append(heapq.heappop(arrive_heap)[1])
         if not running and not waiting:
             nxt = next_arrival_s()
             if nxt == np.inf:
@@ -618,6 +640,7 @@ def simulate(engine: EngineContext, traffic: Traffic, isl: int, osl: int) -> Sim
             nxt = next_arrival_s()
             if nxt < np.inf:
                 t = max(t, nxt)
+                reads = every
                 continue
             raise WorkloadError("simulate: the engine cannot admit the next request (it needs more KV blocks than are free)")
         max_running = max(max_running, len(running))
@@ -629,8 +652,8 @@ def simulate(engine: EngineContext, traffic: Traffic, isl: int, osl: int) -> Sim
             if k > 1:
                 run = _DecodeRun(st, d, mean_ctx, k, decoders.rate_sum / d)
                 nxt = next_arrival_s()
-                if nxt < np.inf:  # what arrives is taken in after the step that reaches it
-                    k = run.steps_reaching(t, nxt)
+                if nxt < np.inf:  # what arrives is taken in at the first read after the step that reaches it
+                    k = min(k, next_read_step(reads, every, run.steps_reaching(t, nxt)))
                 # shrink the stretch until the blocks after k more tokens each fit
                 while k > 1 and not decoders.fit(k, num_blocks - prefill_blocks):
                     k = max(1, k // 2)
@@ -670,6 +693,7 @@ def simulate(engine: EngineContext, traffic: Traffic, isl: int, osl: int) -> Sim
                 else:
                     prefill_blocks -= alloc[i]
                     decoders.add(i, done_tok[i], gen[i], admit_seq[i])
+        reads = every if chunks else count_after(reads, every, k)  # after a prompt chunk: read at once
         stalled = 0 if sampled or preemptions == preempted_before else stalled + 1
         if stalled > MAX_STALLED_STEPS:
             raise WorkloadError(_STUCK)

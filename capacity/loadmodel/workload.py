@@ -24,7 +24,7 @@ All functions broadcast over numpy arrays.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -67,18 +67,22 @@ class LoadContext:
     ideal: bool = False
     extras: Extras = Extras()
     mixed: bool = True
+    recv_interval_steps: int = 1  # EngineProfile.recv_interval_steps (SGLang's --scheduler-recv-interval)
 
     def closed_loop(self, isl, osl, users, num_requests=None) -> LoadResult:
-        return closed_loop(self.costs, self.efficiency, self.budget_tokens, isl, osl, users, self.slots, self.ideal,
-                           self.extras, self.mixed, num_requests)
+        r = closed_loop(self.costs, self.efficiency, self.budget_tokens, isl, osl, users, self.slots, self.ideal,
+                        self.extras, self.mixed, num_requests)
+        wait = np.where(np.asarray(users) > 1, receive_wait_s(r.decode_step_s, self.recv_interval_steps), 0.0)
+        return with_receive_wait(r, wait, closed=True)
 
     def burst(self, isl, osl, num_requests) -> LoadResult:
         return burst(self.costs, self.efficiency, self.budget_tokens, isl, osl, num_requests, self.slots, self.ideal,
                      self.extras, self.mixed)
 
     def open_loop(self, isl, osl, rate, num_requests=None) -> LoadResult:
-        return open_loop(self.costs, self.efficiency, self.budget_tokens, isl, osl, rate, self.slots, self.ideal,
-                         self.extras, num_requests, mixed=self.mixed)
+        r = open_loop(self.costs, self.efficiency, self.budget_tokens, isl, osl, rate, self.slots, self.ideal,
+                      self.extras, num_requests, mixed=self.mixed)
+        return with_receive_wait(r, receive_wait_s(r.decode_step_s, self.recv_interval_steps), closed=False)
 
 
 @dataclass(frozen=True)
@@ -93,6 +97,28 @@ class LoadResult:
     decode_step_s: np.ndarray
     prefill_step_s: np.ndarray
     saturated: np.ndarray
+
+
+def receive_wait_s(decode_step_s, interval_steps: int):
+    """The mean wait of a request for the scheduler's next read of its socket beyond the every-step reading the
+    closed forms assume, when it reads only every `interval_steps` decode steps (SGLang's
+    --scheduler-recv-interval): an arrival at a random moment of the N-step cycle waits (N − 1) / 2 steps more.
+    A lone request and a burst meet an idle scheduler, which reads at once: the load shapes pass no wait there.
+    Lockstep waves that empty the batch together would wait none either; a closed loop of several clients is taken
+    as drifted (lengths spread, as the public benchmarks draw them)."""
+    return (interval_steps - 1) / 2 * np.asarray(decode_step_s, dtype=float)
+
+
+def with_receive_wait(r: LoadResult, wait_s, closed: bool) -> LoadResult:
+    """`r` with every request waiting `wait_s` longer before its prompt runs: TTFT and end-to-end latency grow by
+    it; a closed loop's clients then send proportionally fewer requests (an open loop's arrivals are set)."""
+    wait_s = np.asarray(wait_s, dtype=float)
+    if not np.any(wait_s):
+        return r
+    e2e = r.e2e_latency_s + wait_s
+    share = np.where(e2e > 0, r.e2e_latency_s / e2e, 1.0) if closed else 1.0
+    return replace(r, ttft_s=r.ttft_s + wait_s, e2e_latency_s=e2e, requests_per_s=r.requests_per_s * share,
+                   output_tokens_per_s=r.output_tokens_per_s * share, total_tokens_per_s=r.total_tokens_per_s * share)
 
 
 def spec_tokens_per_step(acceptance: float, draft_tokens: int) -> float:

@@ -79,6 +79,32 @@ def _precision(p: str, gpu: str) -> tuple[str, str]:
     return p, ""
 
 
+# The KV cache dtype InferenceX's DeepSeek-R1 SGLang launch scripts set (SemiAnalysisAI/InferenceX): fp8_e4m3 on B200
+# and B300 (benchmarks/single_node/dsr1_fp4_b200.sh @ 64c20b6b5ba0, dsr1_fp4_b300.sh @ 9ebeafb4e31a) and on MI355X from
+# single_node/dsr1_fp4_mi355x.sh @ 8d81e0bf40ac (2026-02-19) on; none in benchmarks/dsr1_fp4_mi355x_docker.sh @
+# a25544f73cba (in force on 2025-10-06), so SGLang's "auto": the checkpoint's bf16 activations. Other rows: unstated.
+# A date between two listed versions takes the earlier one; only the corpus's own dates were checked against the
+# scripts' history.
+KV_BY_SCRIPT = (("sglang", "b200", "2025-09-21", "fp8"), ("sglang", "b300", "2026-02-25", "fp8"),
+                ("sglang", "mi355x", "2026-02-19", "fp8"), ("sglang", "mi355x", "2025-10-02", "bf16"))
+
+
+def script_kv(framework: str, hardware: str, date: str) -> tuple[str, str]:
+    """(KV precision, note) from the launch script in force on the run's date (KV_BY_SCRIPT: the latest version
+    at or before it), or ("unstated", why)."""
+    found = [(since, kv) for fw, hw, since, kv in KV_BY_SCRIPT if fw == framework and hw == hardware and since <= date]
+    if not found:
+        return "unstated", "KV precision not in the API object"
+    since, kv = max(found)
+    return kv, f"KV precision {kv} from InferenceX's launch script in force on the run's date (version of {since})"
+
+
+# runners/launch_mi355x-amd.sh from 15b7c00b0 (2025-10-06 23:58 UTC) to d053ae24e (2026-01-21) sent 20 × conc
+# prompts (1k/8k) or 50 × conc (other shapes) for DeepSeek-R1; whether the runs of 2025-10-06 had it is not known.
+AMBIGUOUS_PROMPT_COUNT = {("mi355x", "2025-10-06"): "10 × conc prompts assumed; the runner's DeepSeek-R1 override "
+                          "(20 × conc at 1k/8k, 50 × at 8k/1k) landed the same day: ambiguous"}
+
+
 def import_file(path: Path) -> tuple[list[Row], dict[str, int]]:
     text = path.read_text()
     h = read_header(text)
@@ -93,6 +119,7 @@ def import_file(path: Path) -> tuple[list[Row], dict[str, int]]:
         gpu_note = "InferenceX's h200 is the H200 SXM (HGX)" if o.hardware == "h200" else ""
         tp, ep = int(o.decode_tp), int(o.decode_ep)
         version = o.image or "image not recorded in the API object"
+        kv, kv_note = script_kv(o.framework, o.hardware, o.date)
         for key, metric, stat, mnote in METRICS:
             if key not in o.metrics:
                 continue
@@ -102,11 +129,11 @@ def import_file(path: Path) -> tuple[list[Row], dict[str, int]]:
                 published=f"InferenceX run of {o.date} ({o.run_url})", read_on=h["read"],
                 engine=ENGINES[o.framework], engine_version=version, gpu=map_gpu(o.hardware), num_gpus=tp, tp=tp, ep=ep,
                 dp=tp if o.decode_dp_attention else 1, pp=1, model=model_id, model_published=o.model,
-                weight_precision=weight, kv_precision="unstated", isl=int(o.isl), osl=int(o.osl),
+                weight_precision=weight, kv_precision=kv, isl=int(o.isl), osl=int(o.osl),
                 lengths="distributed", length_range_ratio=0.8, load="concurrency", concurrency=int(o.conc),
                 num_requests=10 * int(o.conc), metric=metric, statistic=stat, value=float(o.metrics[key]),
                 note=join_notes(model_note, wnote, mnote, "lengths uniform in [0.8 L, L] (InferenceX's harness)",
-                                "KV precision not in the API object", gpu_note,
+                                kv_note, gpu_note, AMBIGUOUS_PROMPT_COUNT.get((o.hardware, o.date), ""),
                                 "expert parallel " + str(ep) if ep > 1 else "",
                                 "engine version not recorded" if not o.image else ""),
             ))

@@ -59,6 +59,26 @@ def inferencex_trtllm_limits(gpu: str, concurrency: int | None, isl: int) -> dic
             "max_num_batched_tokens": max(floor, -(-(conc + isl + 64) // 64) * 64), "max_num_seqs": max(conc, 1)}
 
 
+# InferenceX's SGLang launch scripts for DeepSeek-R1 FP4 on B200 and B300 (SemiAnalysisAI/InferenceX
+# benchmarks/single_node/dsr1_fp4_b200.sh @ 64c20b6b5ba0, in force from 2026-03-11 to 03-27, and dsr1_fp4_b300.sh @
+# 9ebeafb4e31a, read 2026-12-02): --scheduler-recv-interval 10 below 16 clients and 30 from 16 (every B200 version since
+# 2025-09-21 and every B300 version has this rule; the B200 DP-attention lane of 2026-06-23 sets 1, and no row here ran
+# it), --cuda-graph-max-bs 256, --max-running-requests 256, --mem-fraction-static 0.85, --chunked-prefill-size 16384.
+# The H200 and AMD DeepSeek-R1 scripts set no interval (SGLang's default 1).
+INFERENCEX_SGLANG = ("b200", "b300")
+
+
+def inferencex_sglang_limits(concurrency: int | None) -> dict:
+    """The engine settings InferenceX's B200/B300 SGLang launch scripts set (INFERENCEX_SGLANG)."""
+    return {"recv_interval_steps": 30 if (concurrency or 1) >= 16 else 10, "max_cudagraph_tokens": 256,
+            "max_num_seqs": 256, "gpu_memory_utilization": 0.85, "max_num_batched_tokens": 16384}
+
+
+def _inferencex_sglang(r: Row, s: dict, flags: list[str]) -> None:
+    s.update(inferencex_sglang_limits(r.concurrency))
+    flags.append("InferenceX's SGLang launch settings (receive interval, graphs, memory fraction, chunk)")
+
+
 def unstated_kv(weight_precision: str) -> str:
     """The KV precision taken where a source does not state it: FP8 for FP8/FP4 checkpoints, BF16 otherwise."""
     return "fp8" if weight_precision in ("fp8", "nvfp4", "mxfp4") else "bf16"
@@ -83,12 +103,16 @@ def scenario_for(r: Row, engines: tuple[str, ...] = MODELLED_ENGINES) -> tuple[d
         kv = unstated_kv(r.weight_precision)
         flags.append(f"KV precision unstated, taken as {kv}")
     isl, osl = r.isl, r.osl
+    spread = {}
     if r.lengths == "distributed" and r.length_range_ratio:
+        # uniform in [ratio × L, L]: the mean (1 + ratio) L / 2 with a half-width of (1 − ratio) L / 2, drawn so (a
+        # closed loop's clients drift apart as the benchmark's did)
         f = (1 + r.length_range_ratio) / 2
         isl, osl = round(r.isl * f), round(r.osl * f)
-        flags.append("distributed lengths scored at their mean")
+        spread = {"length_dist": "uniform", "length_ratio": (1 - r.length_range_ratio) / (1 + r.length_range_ratio)}
+        flags.append(f"distributed lengths drawn uniform in [{r.length_range_ratio:g} L, L]")
     s = dict(model=r.model, gpu=r.gpu, num_gpus=r.num_gpus, tp=r.tp, expert_parallel=r.ep > 1,
-             precision=r.weight_precision, kv_precision=kv, engine=engine, isl=isl, osl=osl)
+             precision=r.weight_precision, kv_precision=kv, engine=engine, isl=isl, osl=osl, **spread)
     if r.dp > 1:
         flags.append(f"attention DP {r.dp} scored as TP {r.tp}")
     if r.pp > 1:
@@ -114,6 +138,8 @@ def scenario_for(r: Row, engines: tuple[str, ...] = MODELLED_ENGINES) -> tuple[d
         _trtllm_bench(r, s, flags)
     elif engine == "trtllm" and r.source_kind == "inferencex" and r.gpu in INFERENCEX_TRTLLM:
         _inferencex_trtllm(r, s, flags)
+    elif engine == "sglang" and r.source_kind == "inferencex" and r.gpu in INFERENCEX_SGLANG:
+        _inferencex_sglang(r, s, flags)
     return s, flags
 
 
