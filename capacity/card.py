@@ -39,7 +39,8 @@ METRICS = ("ttft_s", "itl_s", "throughput")
 METRIC_LABELS = {"ttft_s": "TTFT", "itl_s": "ITL", "throughput": "requests/s or tokens/s"}
 REGIMES = ("sync", "closed loop", "burst", "open arrivals")
 FP4_FORMATS = ("nvfp4", "mxfp4", "int4")
-KNOBS = ("gpu_memory_utilization", "max_num_seqs", "max_num_batched_tokens", "max_model_len", "max_cudagraph_tokens")
+KNOBS = ("gpu_memory_utilization", "max_num_seqs", "max_num_batched_tokens", "max_model_len", "max_cudagraph_tokens",
+         "recv_interval_steps")
 
 GPU_CLASSES = {
     "h200-sxm": "H200", "h200-nvl": "H200",
