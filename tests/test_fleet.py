@@ -107,7 +107,8 @@ def comparable(folder: Path, indices: bool = True) -> dict:
         if record.get("engine_telemetry"):  # gauges sampled once a second depend on timing; the counters do not
             record["engine_telemetry"] = {k: v for k, v in record["engine_telemetry"].items() if k not in SAMPLED}
         return {k: v for k, v in record.items()
-                if not (k.endswith("_s") or k.endswith("_per_s") or k in ("mean_concurrency", "itls_s"))}
+                if not (k.endswith("_s") or k.endswith("_per_s")
+                        or k in ("mean_concurrency", "itls_s", "host_telemetry"))}  # CPU per second: timing
 
     meta = json.loads((folder / "metadata.json").read_text())
     for key in TIMINGS:
