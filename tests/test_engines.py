@@ -198,7 +198,8 @@ def test_engine_profiles_are_frozen():
 
 DOC_ROWS = {"dtype": "dtype", "quantization": "quantization", "KV dtype": "kv_cache_dtype", "TP": "tensor_parallel_size",
             "max length": "max_model_len", "memory fraction": "gpu_memory_utilization", "max sequences": "max_num_seqs",
-            "largest CUDA graph": {"vllm": "max_cudagraph_capture_size", "sglang": "cuda_graph_max_bs"}}
+            "largest CUDA graph": {"vllm": "max_cudagraph_capture_size", "sglang": "cuda_graph_max_bs"},
+            "receive interval": "scheduler_recv_interval"}
 DOC_ENGINES = ("vllm", "sglang", "trtllm", "transformers")  # the columns of docs/validate.md's engine table
 
 
