@@ -51,6 +51,15 @@ def main() -> None:
                             Traffic(kind="rate", value=20, num_requests=10_000, **spread))):
         t = best_of(lambda traffic=traffic: simulate(spec_engine, traffic, 1024, 128), 3)
         print(f"simulator with n-gram drafts (k = 4, acceptance 0.5), 10,000 requests, {label} (1024/128): {t:.2f} s")
+    # SGLang reading new requests every 30 decode steps (--scheduler-recv-interval 30): decode stretches end at reads
+    import dataclasses
+
+    every30 = dataclasses.replace(engine, recv_interval_steps=30)
+    for label, traffic in (("closed loop of 256 clients", Traffic(kind="concurrency", value=256, num_requests=10_000)),
+                           ("Poisson at 20 req/s, uniform:0.5 lengths",
+                            Traffic(kind="rate", value=20, num_requests=10_000, **spread))):
+        t = best_of(lambda traffic=traffic: simulate(every30, traffic, 1024, 128), 3)
+        print(f"simulator reading arrivals every 30 decode steps, 10,000 requests, {label} (1024/128): {t:.2f} s")
     # capacity size --disagg: aggregated and xPyD layouts, TP 1/2/4/8 per pool, replica counts (target < 1 s)
     from capacity.disagg import search
 
