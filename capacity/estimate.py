@@ -369,7 +369,7 @@ def predict(plan: Plan, cal: Calibration, s: Scenario) -> Estimate:
     if profile.name == "sglang" and model.sliding_window:
         notes.append("SGLang keeps sliding-window layers in a pool of its own, which is not modelled: the KV "
                      "figures follow vLLM's hybrid-allocator rule")
-    if profile.recv_interval_steps > 1 and load.kind not in ("sync", "burst"):
+    if profile.recv_interval_steps > 1 and (load.kind == "rate" or (load.kind == "concurrency" and load.value > 1)):
         notes.append(f"new requests are read every {profile.recv_interval_steps} decode steps: the mean wait of "
                      f"{(profile.recv_interval_steps - 1) / 2:g} steps more is SGLang's rule read from its code, not "
                      "measured here")

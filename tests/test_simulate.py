@@ -548,6 +548,7 @@ def test_an_idle_scheduler_reads_at_once(load):
     slow = estimate(Scenario(engine="sglang", isl=1024, osl=64, load=load, method="simulate", recv_interval_steps=30))
     closed = estimate(Scenario(engine="sglang", isl=1024, osl=64, load=load, method="closed-form", recv_interval_steps=30))
     assert slow.ttft_s == base.ttft_s and slow.itl_s == base.itl_s
+    assert not any("read every" in n for n in slow.notes)
     assert closed.ttft_s == estimate(Scenario(engine="sglang", isl=1024, osl=64, load=load, method="closed-form")).ttft_s
 
 
@@ -562,6 +563,7 @@ def test_a_read_interval_adds_its_half_cycle_to_ttft(load):
     base = estimate(Scenario(**common, method="simulate"))
     slow = estimate(Scenario(**common, method="simulate", recv_interval_steps=every))
     half_cycle = (every - 1) / 2 * base.itl_s
+    assert any("read every 30 decode steps" in n and "not measured here" in n for n in slow.notes)
     assert 0.6 * half_cycle <= slow.ttft_s - base.ttft_s <= 2.0 * half_cycle
     s0 = Scenario(engine="sglang", isl=1024, osl=256, load=load)
     plan = plan_for(s0)
