@@ -105,6 +105,24 @@ AMBIGUOUS_PROMPT_COUNT = {("mi355x", "2025-10-06"): "10 × conc prompts assumed;
                           "(20 × conc at 1k/8k, 50 × at 8k/1k) landed the same day: ambiguous"}
 
 
+# The benchmark client's tokenizer mismatch: InferenceX's bench_serving fix for transformers 5 tokenizers (#937,
+# ef01c2205d51, 2026-03-27) did nothing when --model was a Hugging Face repo id, so with the transformers 5 that
+# SGLang 0.5.10 images carry the client counted its random prompts with a broken tokenizer and the server received
+# ~5x the nominal input ("~5x client/server tokenizer mismatch", #1381, 5fe6d56ee77c, 2026-05-15; the maintainers
+# re-ran the B200/B300 SGLang configs on 2026-05-19, afb49f5a3af8). A helper reproduced 5.3x at 1k and 4.7x at 8k with
+# the 9ebeafb4e client and transformers 5.3.0. Such objects measured another workload than their lengths say.
+TOKENIZER_MISMATCH_IMAGES = ("sglang:v0.5.10",)
+TOKENIZER_FIXED_ON = "2026-05-15"
+TOKENIZER_MISMATCH = ("client tokenizer mismatch: ~5x the nominal prompt reached the server (InferenceX #1381, "
+                      "fixed 2026-05-15)")
+
+
+def client_tokenizer_mismatch(o: ApiResult) -> bool:
+    """An object whose client sent ~5x its nominal prompt lengths (TOKENIZER_MISMATCH_IMAGES before the fix)."""
+    return (o.framework == "sglang" and o.date < TOKENIZER_FIXED_ON
+            and any(tag in (o.image or "") for tag in TOKENIZER_MISMATCH_IMAGES))
+
+
 def import_file(path: Path) -> tuple[list[Row], dict[str, int]]:
     text = path.read_text()
     h = read_header(text)
@@ -113,6 +131,9 @@ def import_file(path: Path) -> tuple[list[Row], dict[str, int]]:
     for _, o in read_results(path, text):
         if o.disagg or o.is_multinode or o.spec_method != "none" or o.model not in MODELS:
             skipped["disaggregated, multinode, speculative or unknown model"] = skipped.get("disaggregated, multinode, speculative or unknown model", 0) + 1
+            continue
+        if client_tokenizer_mismatch(o):
+            skipped[TOKENIZER_MISMATCH] = skipped.get(TOKENIZER_MISMATCH, 0) + 1
             continue
         model_id, model_note = MODELS[o.model]
         weight, wnote = _precision(o.precision, o.hardware)
