@@ -12,6 +12,7 @@ from capacity.model.architecture import load_model
 from capacity.calibration import IDEAL, Calibration, find_calibration, parse_calibration_file
 from capacity.card import AccuracyCard, accuracy_card, eager_moe_prompt
 from capacity.engine import engine_profile
+from capacity.engines import get as engine_object
 from capacity.model.formulas import compiled
 from capacity.hardware import load_gpu
 from capacity.load import parse_load
@@ -19,7 +20,8 @@ from capacity.plan import Plan, make_plan
 from capacity.model.power import mean_power_w, request_busy_s, shipped_power
 from capacity.model.steptime import step_parts
 from capacity.loads import shape
-from capacity.loadmodel.workload import Extras, LoadContext, LoadResult, Slots, spec_tokens_per_step, speculation
+from capacity.loadmodel.workload import (Extras, LoadContext, LoadResult, Slots, spec_tokens_per_step, speculation,
+                                        waits_for_read)
 from capacity.cost import energy_fields, usd_per_million_tokens
 from capacity.model.bounds import bound_of_step, decode_compute_bound_batch, ideal_bounds
 from capacity.errors import WorkloadError
@@ -156,7 +158,8 @@ def plan_for(s: Scenario) -> Plan:
     calibration, so one plan serves every calibration a fit tries (raises DoesNotFitError and friends with the
     reason)."""
     _check_lengths(s)
-    if s.recv_interval_steps not in (None, 1) and s.engine != "sglang":
+    if s.recv_interval_steps not in (None, 1) and not engine_object(s.engine).flags.sets("recv_interval_steps",
+                                                                                          s.recv_interval_steps):
         raise WorkloadError(f"recv_interval_steps is SGLang's --scheduler-recv-interval; engine {s.engine} has no such "
                             "setting")
     gpu = load_gpu(s.gpu)
@@ -369,7 +372,7 @@ def predict(plan: Plan, cal: Calibration, s: Scenario) -> Estimate:
     if profile.name == "sglang" and model.sliding_window:
         notes.append("SGLang keeps sliding-window layers in a pool of its own, which is not modelled: the KV "
                      "figures follow vLLM's hybrid-allocator rule")
-    if profile.recv_interval_steps > 1 and (load.kind == "rate" or (load.kind == "concurrency" and load.value > 1)):
+    if profile.recv_interval_steps > 1 and waits_for_read(load.kind, load.value):
         notes.append(f"new requests are read every {profile.recv_interval_steps} decode steps: the mean wait of "
                      f"{(profile.recv_interval_steps - 1) / 2:g} steps more is SGLang's rule read from its code, not "
                      "measured here")

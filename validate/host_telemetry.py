@@ -101,11 +101,11 @@ def _listening_inodes(port: int) -> set[str]:
     return inodes
 
 
-def _holders(inodes: set[str]) -> set[int]:
-    """Processes with a file descriptor on one of these sockets (only those this user may read)."""
+def _holders(inodes: set[str], pids: list[int]) -> set[int]:
+    """Those of `pids` with a file descriptor on one of these sockets (only those this user may read)."""
     wanted = {f"socket:[{i}]" for i in inodes}
     found = set()
-    for pid in _pids():
+    for pid in pids:
         try:
             fds = list((PROC / str(pid) / "fd").iterdir())
         except OSError:
@@ -129,10 +129,11 @@ def server_processes(base_url: str) -> tuple[dict[int, str], str | None]:
     if not (PROC / "net/tcp").exists():
         return {}, "server processes not read (no /proc on this system)"
     port = parts.port or (443 if parts.scheme == "https" else 80)
-    roots = _holders(_listening_inodes(port))
+    pids = _pids()
+    roots = _holders(_listening_inodes(port), pids)
     if not roots:
         return {}, f"server processes not read (no readable process listens on port {port})"
-    parent = {pid: st[0] for pid in _pids() if (st := _stat(pid)) is not None}
+    parent = {pid: st[0] for pid in pids if (st := _stat(pid)) is not None}
     tree, grew = set(roots), True
     while grew:
         children = {pid for pid, ppid in parent.items() if ppid in tree} - tree

@@ -156,6 +156,10 @@ class FlagTable:
         """This engine's option values for a configuration given as Scenario fields (the launch snippets)."""
         return {r.option: r.write(scenario) for r in self.rows if r.write is not None}
 
+    def sets(self, field: str, value: Any) -> bool:
+        """Whether this engine has a flag for the Scenario field at this value: written and read back unchanged."""
+        return self.scenario(self.argv(self.options_for({field: value}))).get(field) == value
+
     def scenario(self, argv: list[str]) -> dict[str, Any]:
         """The Scenario fields an engine command line sets, read back through the same rows (later rows win)."""
         out: dict[str, Any] = {}

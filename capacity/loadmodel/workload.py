@@ -72,7 +72,8 @@ class LoadContext:
     def closed_loop(self, isl, osl, users, num_requests=None) -> LoadResult:
         r = closed_loop(self.costs, self.efficiency, self.budget_tokens, isl, osl, users, self.slots, self.ideal,
                         self.extras, self.mixed, num_requests)
-        wait = np.where(np.asarray(users) > 1, receive_wait_s(r.decode_step_s, self.recv_interval_steps), 0.0)
+        wait = np.where(waits_for_read("concurrency", users), receive_wait_s(r.decode_step_s, self.recv_interval_steps),
+                        0.0)
         return with_receive_wait(r, wait, closed=True)
 
     def burst(self, isl, osl, num_requests) -> LoadResult:
@@ -82,7 +83,8 @@ class LoadContext:
     def open_loop(self, isl, osl, rate, num_requests=None) -> LoadResult:
         r = open_loop(self.costs, self.efficiency, self.budget_tokens, isl, osl, rate, self.slots, self.ideal,
                       self.extras, num_requests, mixed=self.mixed)
-        return with_receive_wait(r, receive_wait_s(r.decode_step_s, self.recv_interval_steps), closed=False)
+        wait = np.where(waits_for_read("rate", rate), receive_wait_s(r.decode_step_s, self.recv_interval_steps), 0.0)
+        return with_receive_wait(r, wait, closed=False)
 
 
 @dataclass(frozen=True)
@@ -99,12 +101,21 @@ class LoadResult:
     saturated: np.ndarray
 
 
+def waits_for_read(kind: str, value) -> np.ndarray:
+    """Whether a request of this load can arrive while a batch runs, and so waits for the scheduler's next read of
+    its socket: a closed loop of several clients, and open arrivals. One client (sync, concurrency 1) and a burst meet
+    an idle scheduler."""
+    value = np.asarray(value, dtype=float)
+    if kind == "rate":
+        return np.ones(value.shape, dtype=bool)
+    return value > 1 if kind == "concurrency" else np.zeros(value.shape, dtype=bool)
+
+
 def receive_wait_s(decode_step_s, interval_steps: int):
     """The mean wait of a request for the scheduler's next read of its socket beyond the every-step reading the
     closed forms assume, when it reads only every `interval_steps` decode steps (SGLang's
     --scheduler-recv-interval): an arrival at a random moment of the N-step cycle waits (N − 1) / 2 steps more.
-    A lone request and a burst meet an idle scheduler, which reads at once: the load shapes pass no wait there.
-    Lockstep waves that empty the batch together would wait none either; a closed loop of several clients is taken
+    Where a request meets an idle scheduler it reads at once (`waits_for_read`). Lockstep waves that empty the batch together would wait none either; a closed loop of several clients is taken
     as drifted (lengths spread, as the public benchmarks draw them)."""
     return (interval_steps - 1) / 2 * np.asarray(decode_step_s, dtype=float)
 

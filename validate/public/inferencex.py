@@ -6,6 +6,7 @@ tokens/s per GPU, at a closed-loop concurrency of `conc` with 10 × conc prompts
 from __future__ import annotations
 
 import json
+from collections import Counter
 from pathlib import Path
 from typing import Annotated
 
@@ -127,13 +128,13 @@ def import_file(path: Path) -> tuple[list[Row], dict[str, int]]:
     text = path.read_text()
     h = read_header(text)
     rows: list[Row] = []
-    skipped: dict[str, int] = {}
+    skipped: Counter[str] = Counter()
     for _, o in read_results(path, text):
         if o.disagg or o.is_multinode or o.spec_method != "none" or o.model not in MODELS:
-            skipped["disaggregated, multinode, speculative or unknown model"] = skipped.get("disaggregated, multinode, speculative or unknown model", 0) + 1
+            skipped["disaggregated, multinode, speculative or unknown model"] += 1
             continue
         if client_tokenizer_mismatch(o):
-            skipped[TOKENIZER_MISMATCH] = skipped.get(TOKENIZER_MISMATCH, 0) + 1
+            skipped[TOKENIZER_MISMATCH] += 1
             continue
         model_id, model_note = MODELS[o.model]
         weight, wnote = _precision(o.precision, o.hardware)
@@ -158,4 +159,4 @@ def import_file(path: Path) -> tuple[list[Row], dict[str, int]]:
                                 "expert parallel " + str(ep) if ep > 1 else "",
                                 "engine version not recorded" if not o.image else ""),
             ))
-    return rows, skipped
+    return rows, dict(skipped)
