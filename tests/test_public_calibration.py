@@ -59,7 +59,10 @@ def test_the_smallest_fit_regenerates_from_the_plan():
     shipped = shipped_calibrations()[(spec.engine, spec.gpu, spec.precision)]
     for name in spec.free:
         assert getattr(cal.efficiency, name) == pytest.approx(getattr(shipped.efficiency, name), rel=1e-6, abs=1e-12), name
-    assert cal.residuals == shipped.residuals
+    # An optimiser's result agrees to ~1e-10 across machines (BLAS, libm), not bit for bit: compare to 1e-6.
+    assert cal.residuals.keys() == shipped.residuals.keys()
+    for metric, stats in cal.residuals.items():
+        assert stats.model_dump() == pytest.approx(shipped.residuals[metric].model_dump(), rel=1e-6, abs=1e-9), metric
 
 
 def test_lookup_prefers_the_same_gpu_then_its_nearest():
