@@ -126,7 +126,9 @@ def _scenario_args(p: argparse.ArgumentParser, with_load: bool = True) -> None:
     p.add_argument("--model", default=d.model, help="catalog id or path to a config.json (default: %(default)s)")
     p.add_argument("--gpu", default=d.gpu, help="GPU id or path to a GPU TOML file (default: %(default)s)")
     p.add_argument("--num-gpus", type=_int_in(1, 4096), default=1)
-    p.add_argument("--tp", type=_tp, default=1, help="tensor-parallel size (GPUs per replica)")
+    p.add_argument("--tp", type=_tp, default=1, help="tensor-parallel size (GPUs per pipeline stage)")
+    p.add_argument("--pp", type=_int_in(1, 256), default=1,
+                   help="pipeline-parallel stages of --tp GPUs each (a replica is tp × pp GPUs; default 1)")
     p.add_argument("--expert-parallel", action="store_true", help="split MoE experts across the TP GPUs")
     p.add_argument("--precision", default=d.precision, choices=PRECISION_CHOICES)
     p.add_argument("--kv-precision", default=d.kv_precision, choices=("bf16", "fp8"))
@@ -250,7 +252,7 @@ def print_estimate_table(e) -> None:
     t.add_column("value", justify="right")
     rows = [
         ("parameters (total / active per token)", f"{e.total_params / 1e9:,.2f} B / {e.active_params_per_token / 1e9:,.2f} B"),
-        ("weights per GPU", _fmt_bytes(e.weight_bytes_per_gpu)),
+        ("weights per GPU" + (" (tightest stage)" if e.pp > 1 else ""), _fmt_bytes(e.weight_bytes_per_gpu)),
         ("KV cache per token", f"{e.kv_bytes_per_token:,.0f} bytes"),
         ("KV cache per GPU", _fmt_bytes(e.kv_cache_bytes_per_gpu)),
         ("KV capacity (tokens per replica)", f"{e.kv_capacity_tokens:,}"),

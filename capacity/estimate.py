@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from typing import Literal
 
 import numpy as np
@@ -15,7 +16,7 @@ from capacity.engine import engine_profile
 from capacity.engines import get as engine_object
 from capacity.model.formulas import compiled
 from capacity.hardware import load_gpu
-from capacity.load import parse_load
+from capacity.load import Load, parse_load
 from capacity.plan import Plan, make_plan
 from capacity.model.power import mean_power_w, request_busy_s, shipped_power
 from capacity.model.steptime import step_parts
@@ -38,6 +39,7 @@ class Scenario(BaseModel):
     gpu: str = "h200-sxm"
     num_gpus: int = Field(1, ge=1, le=4096)
     tp: int = Field(1, ge=1, le=1024)
+    pp: int = Field(1, ge=1, le=256, description="pipeline stages of tp GPUs each (a replica is tp × pp GPUs)")
     expert_parallel: bool = False
     precision: str = "bf16"
     kv_precision: str = "bf16"
@@ -96,6 +98,7 @@ class Estimate(BaseModel):
     tp: int
     ep: int
     replicas: int
+    pp: int = Field(1, description="pipeline stages per replica (a replica is tp × pp GPUs)")
     isl: int
     osl: int
     load: str
@@ -174,7 +177,7 @@ def plan_for(s: Scenario) -> Plan:
         raise WorkloadError(f"spec_draft_model {s.spec_draft_model}: its vocabulary ({draft.vocab_size:,} tokens) is "
                             f"not the target's ({model.vocab_size:,}); a draft model must share the target's tokenizer")
     return make_plan(model, gpu, s.precision, s.kv_precision, profile, s.num_gpus, s.tp,
-                     s.expert_parallel, s.isl + s.osl, s.max_model_len, draft)
+                     s.expert_parallel, s.isl + s.osl, s.max_model_len, draft, s.pp)
 
 
 def speculating(s: Scenario) -> bool:
@@ -240,7 +243,7 @@ def simulated_load(plan: Plan, cal: Calibration, s: Scenario, load_kind: str, va
     step = float(sim.busy_s / max(sim.steps, 1))
     return LoadResult(arr["ttft_s"], arr["itl_s"], arr["e2e_latency_s"], arr["requests_per_s"], arr["output_tokens_per_s"],
                       arr["total_tokens_per_s"], np.asarray(sim.mean_running), np.asarray(step), np.asarray(step),
-                      np.asarray(sim.preemptions > 0 or sim.max_running >= plan.profile.max_num_seqs)), regime
+                      np.asarray(sim.preemptions > 0 or sim.max_running >= plan.max_num_seqs)), regime
 
 
 def closed_form_gaps(s: Scenario, load_kind: str) -> list[str]:
@@ -293,8 +296,25 @@ METRICS = ("ttft_s", "itl_s", "e2e_latency_s", "requests_per_s", "output_tokens_
 
 def predicted_load(plan: Plan, cal: Calibration, s: Scenario) -> tuple[LoadResult, str, str]:
     """The load model's answer for one replica (the bound with --ideal), the method used and the regime it
-    describes: what `predict` builds its Estimate from, and all a calibration fit needs."""
+    describes: what `predict` builds its Estimate from, and all a calibration fit needs. A pipeline's replica is
+    `pp` lanes (capacity/plan.py): the load is dealt out over them (`LoadShape.per_lane`), one lane is priced, and
+    its rates count once per busy lane."""
     load = parse_load(s.load)
+    if plan.pp == 1:
+        return lane_load(plan, cal, s, load)
+    value, busy = load.shape.per_lane(load.value, plan.pp)
+    n = None if s.num_requests is None else max(1, -(-s.num_requests // busy))
+    r, method, regime = lane_load(plan, cal, s.model_copy(update={"num_requests": n}), Load(kind=load.kind, value=value))
+    more = {k: getattr(r, k) * busy for k in ("requests_per_s", "output_tokens_per_s", "total_tokens_per_s", "running")}
+    if s.ideal:  # a perfect pipeline spreads a prompt's chunks over all its stages at once
+        more |= {"ttft_s": r.ttft_s / plan.pp, "e2e_latency_s": r.e2e_latency_s - r.ttft_s * (1 - 1 / plan.pp)}
+    share = f"{load.shape.label(value)} per batch" if load.shape.takes_value else "one request at a time"
+    return (replace(r, **more), method,
+            f"{regime}; {busy} of the pipeline's {plan.pp} batches in flight busy, {share}")
+
+
+def lane_load(plan: Plan, cal: Calibration, s: Scenario, load: Load) -> tuple[LoadResult, str, str]:
+    """`predicted_load` for one lane under `load`."""
     method = resolved_method(s, load.kind, load.value)
     if s.ideal:
         tau = spec_tokens_per_step(s.spec_acceptance, s.spec_draft_tokens)
@@ -418,12 +438,12 @@ def predict(plan: Plan, cal: Calibration, s: Scenario) -> Estimate:
     est = Estimate(
         model=s.model, gpu=gpu.id, engine=profile.name, ideal=s.ideal, precision=s.precision,
         weight_format=plan.weight_format, compute_precision=plan.compute_precision, kv_precision=s.kv_precision,
-        num_gpus=s.num_gpus, tp=s.tp, ep=plan.ep, replicas=reps, isl=s.isl, osl=s.osl, load=str(load),
+        num_gpus=s.num_gpus, tp=s.tp, ep=plan.ep, replicas=reps, pp=plan.pp, isl=s.isl, osl=s.osl, load=str(load),
         total_params=plan.total_params, active_params_per_token=plan.active_params,
-        weight_bytes=plan.memory.weight_bytes * s.tp, weight_bytes_per_gpu=plan.memory.weight_bytes,
+        weight_bytes=plan.replica_weight_bytes, weight_bytes_per_gpu=plan.memory.weight_bytes,
         kv_bytes_per_token=plan.kv_bytes_per_token, kv_cache_bytes_per_gpu=plan.memory.kv_cache_bytes,
         activation_bytes_per_gpu=plan.memory.activation_bytes, kv_capacity_tokens=plan.memory.kv_capacity_tokens,
-        max_concurrent_requests=plan.max_concurrent(s.isl + s.osl) * reps,
+        max_concurrent_requests=plan.max_concurrent(s.isl + s.osl) * plan.lanes,
         ttft_s=f["ttft_s"], itl_s=f["itl_s"], e2e_latency_s=f["e2e_latency_s"], requests_per_s=rps,
         output_tokens_per_s=out_tps, total_tokens_per_s=tot_tps, running_requests=f["running"] * reps,
         prefill_bound=prefill_bound, decode_bound=decode_bound, decode_host_bound=host_bound,

@@ -1,6 +1,9 @@
 """A deployment plan: the model's weights, memory and step costs on one GPU of a replica.
 
-Checks that the parallel layout is valid and that the model fits, and says why when it does not.
+Checks that the parallel layout is valid and that the model fits, and says why when it does not. A replica is
+tp × pp GPUs: `pp` pipeline stages of `tp` GPUs each (capacity/model/pipeline.py). The load model runs `lanes`
+independent batches side by side: one per replica without a pipeline, pp per replica with one (each stage works on
+its own batch in flight), each lane with its share of the KV blocks (`lane_memory`) and of the running limit.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from capacity.hardware import Gpu
 from capacity.model.kv import kv_bytes_per_token
 from capacity.model.memory import MemoryPlan, blocks_per_sequence, max_sequences, plan_memory
 from capacity.model.params import active_params_per_token, count_params
+from capacity.model.pipeline import stage_models, stage_weight_bytes
 from capacity.model.precision import compute_precision, kv_bytes_per_element, resolve_weight_format
 from capacity.model.steptime import StepCosts, build_costs, draft_costs
 from capacity.units import GB, KiB
@@ -40,42 +44,80 @@ class Plan:
     active_params: int
     kv_bytes_per_token: float
     notes: tuple[str, ...] = field(default=())
+    pp: int = 1
+    lane_memory: MemoryPlan | None = None  # one lane's share of the KV blocks (None: the memory plan's, pp = 1)
+    lane_max_num_seqs: int | None = None  # one lane's running limit (None: the engine's max_num_seqs)
+    stage: ModelArch | None = None  # the pipeline stage with the fewest KV blocks, whose GPU `memory` describes
+    pipeline_weight_bytes: float = 0.0  # all stages' weights on their GPUs (pp > 1)
+
+    @property
+    def lanes(self) -> int:
+        """Batches the load model runs side by side: replicas × pipeline stages."""
+        return self.replicas * self.pp
+
+    @property
+    def lane_blocks(self) -> MemoryPlan:
+        return self.lane_memory or self.memory
+
+    @property
+    def max_num_seqs(self) -> int:
+        """One lane's running limit."""
+        return self.lane_max_num_seqs or self.profile.max_num_seqs
+
+    @property
+    def replica_weight_bytes(self) -> float:
+        """Weights of one replica, all its GPUs."""
+        return self.memory.weight_bytes * self.tp if self.pp == 1 else self.pipeline_weight_bytes
+
+    @property
+    def kv_model(self) -> ModelArch:
+        """The layers whose KV one GPU stores: the whole model, or the pipeline stage the KV blocks are sized by."""
+        return self.stage or self.model
 
     def max_concurrent(self, context) -> np.ndarray | int:
-        """Sequences of `context` tokens one replica holds at once: KV room, capped by max_num_seqs."""
-        fit = max_sequences(self.model, context, self.memory, self.profile.block_size_tokens)
-        out = np.minimum(fit, self.profile.max_num_seqs)
+        """Sequences of `context` tokens one lane holds at once: KV room, capped by its running limit."""
+        fit = max_sequences(self.kv_model, context, self.lane_blocks, self.profile.block_size_tokens)
+        out = np.minimum(fit, self.max_num_seqs)
         return int(out) if np.ndim(out) == 0 else out
 
     def max_running(self, isl, osl) -> np.ndarray:
         """Sequences that run at once in steady state: a running sequence holds isl + osl/2 tokens on average."""
         mean_ctx = np.asarray(isl, dtype=float) + np.asarray(osl, dtype=float) / 2
-        fit = max_sequences(self.model, mean_ctx, self.memory, self.profile.block_size_tokens)
-        return np.maximum(np.minimum(fit, self.profile.max_num_seqs), 1.0)
+        fit = max_sequences(self.kv_model, mean_ctx, self.lane_blocks, self.profile.block_size_tokens)
+        return np.maximum(np.minimum(fit, self.max_num_seqs), 1.0)
 
 
-def _check_layout(m: ModelArch, gpu: Gpu, num_gpus: int, tp: int) -> list[str]:
+def _check_layout(m: ModelArch, gpu: Gpu, num_gpus: int, tp: int, pp: int = 1) -> list[str]:
     notes = []
-    if num_gpus % tp:
-        raise WorkloadError(f"num_gpus ({num_gpus}) must be a multiple of tp ({tp})")
+    if num_gpus % (tp * pp):
+        raise WorkloadError(f"num_gpus ({num_gpus}) must be a multiple of tp × pp ({tp} × {pp})" if pp > 1 else
+                            f"num_gpus ({num_gpus}) must be a multiple of tp ({tp})")
+    if pp > m.num_layers:
+        raise WorkloadError(f"pp={pp} is more pipeline stages than the model's {m.num_layers} layers")
     if m.num_heads % tp:
         raise WorkloadError(f"tp={tp} does not divide the model's {m.num_heads} attention heads")
     if tp > m.num_kv_heads and m.mla is None:
         notes.append(f"tp={tp} > {m.num_kv_heads} KV heads: KV heads are replicated, each GPU stores a full head")
-    if tp > gpu.scale_up_domain_size:
+    if tp * pp > gpu.scale_up_domain_size:
         notes.append(f"tp={tp} spans more than one {gpu.scale_up_domain_size}-GPU {gpu.interconnect_name} domain: "
-                     "all-reduce would cross the slower scale-out network, which this model does not price")
+                     "all-reduce would cross the slower scale-out network, which this model does not price"
+                     if tp > gpu.scale_up_domain_size else
+                     f"tp × pp = {tp * pp} spans more than one {gpu.scale_up_domain_size}-GPU {gpu.interconnect_name} "
+                     "domain: the stage-to-stage sends are priced at its link, not the scale-out network's")
     return notes
 
 
 def make_plan(m: ModelArch, gpu: Gpu, precision: str, kv_precision: str, profile: EngineProfile,
               num_gpus: int = 1, tp: int = 1, expert_parallel: bool = False, context: int = 1,
-              max_model_len: int | None = None, draft: ModelArch | None = None) -> Plan:
+              max_model_len: int | None = None, draft: ModelArch | None = None, pp: int = 1) -> Plan:
     """`draft`: a draft_model speculator's architecture. Its bf16 weights add to the weights (vLLM quantizes a
     draft only when the speculative config says so, which is not read here), its KV bytes per token add to the
     target's (vLLM V1 puts the drafter's attention layers in the same KV cache pool), and its step costs ride in
-    the plan's (`StepCosts.draft`)."""
-    notes = _check_layout(m, gpu, num_gpus, tp)
+    the plan's (`StepCosts.draft`). `pp`: pipeline stages of `tp` GPUs each (capacity/model/pipeline.py); memory is
+    planned per stage and the pipeline holds the KV blocks of its tightest stage."""
+    notes = _check_layout(m, gpu, num_gpus, tp, pp)
+    if pp > 1 and draft is not None:
+        raise WorkloadError("a draft model with pipeline parallelism is not modelled (pp > 1 and spec_draft_model)")
     fmt = resolve_weight_format(precision, gpu.fp4_formats, m.native_quantization)
     cp = compute_precision(fmt, gpu.fp4_formats, gpu.dense_flops_per_s.fp8 is not None)
     if cp == "bf16" and fmt != "bf16":
@@ -85,28 +127,53 @@ def make_plan(m: ModelArch, gpu: Gpu, precision: str, kv_precision: str, profile
     w = weight_bytes(m, fmt, tp, ep)
     w_draft = weight_bytes(draft, "bf16", tp, 1) if draft is not None else None
     draft_kv = kv_bytes_per_token(draft, kv_b, tp) if draft is not None else 0.0
-    mem = plan_memory(m, gpu.usable_memory_bytes, w.total + (w_draft.total if w_draft else 0.0), kv_b, profile, tp,
-                      max_model_len, extra_kv_bytes_per_token=draft_kv)
+    stage, stage_w = None, 0.0
+    if pp == 1:
+        mem = plan_memory(m, gpu.usable_memory_bytes, w.total + (w_draft.total if w_draft else 0.0), kv_b, profile, tp,
+                          max_model_len, extra_kv_bytes_per_token=draft_kv)
+    else:  # each stage profiles itself; the engine takes the fewest blocks of any stage
+        per_stage = stage_weight_bytes(m, fmt, tp, ep, pp)
+        plans = [(plan_memory(s, gpu.usable_memory_bytes, ws, kv_b, profile, tp, max_model_len), s)
+                 for s, ws in zip(stage_models(m, pp), per_stage)]
+        mem, stage = min(plans, key=lambda x: x[0].num_blocks)
+        stage_w = sum(per_stage) * tp
+    kv_m = stage or m
     need_ctx = max(context, max_model_len or 0)
-    per_seq_blocks = float(blocks_per_sequence(m, need_ctx, mem, profile.block_size_tokens))
+    per_seq_blocks = float(blocks_per_sequence(kv_m, need_ctx, mem, profile.block_size_tokens))
     if mem.kv_cache_bytes <= 0 or mem.num_blocks < per_seq_blocks:
+        where = f"{num_gpus // (tp * pp) if num_gpus >= tp * pp else 1}×{tp} {gpu.id}" + (f" × {pp} stages" if pp > 1 else "")
+        fewest = "" if pp == 1 else f" on its tightest stage ({kv_m.num_layers} layers)"
         raise DoesNotFitError(
-            f"{m.name} ({fmt}) does not fit on {num_gpus // tp if num_gpus >= tp else 1}×{tp} {gpu.id}: per GPU, "
-            f"weights {w.total / GB:.1f} GB + activations {mem.activation_bytes / GB:.1f} GB + overhead "
+            f"{m.name} ({fmt}) does not fit on {where}: per GPU, "
+            f"weights {mem.weight_bytes / GB:.1f} GB + activations {mem.activation_bytes / GB:.1f} GB + overhead "
             f"{(mem.non_torch_bytes + mem.cuda_graph_bytes) / GB:.1f} GB leave "
             f"{max(mem.kv_cache_bytes, 0) / GB:.2f} GB of the {mem.budget_bytes / GB:.1f} GB budget for KV cache, "
-            f"{mem.num_blocks:,} blocks of {profile.block_size_tokens} tokens; one request of {need_ctx:,} tokens "
+            f"{mem.num_blocks:,} blocks of {profile.block_size_tokens} tokens{fewest}; one request of {need_ctx:,} tokens "
             f"needs {per_seq_blocks:,.0f}. "
-            f"Try more GPUs (tp), a lower precision, fp8 KV cache or shorter sequences")
+            f"Try more GPUs (tp{', pp' if pp > 1 else ''}), a lower precision, fp8 KV cache or shorter sequences")
     # 0 = no CUDA graphs (--enforce-eager): every step is launched op by op
     costs: StepCosts = build_costs(m, w, gpu, cp, kv_b, tp, ep, profile.max_cudagraph_tokens,
                                    profile.async_scheduling, profile.exposed_step_host_s,
                                    profile.max_prefill_graph_tokens, fmt)
+    lane_mem, lane_seqs = None, None
+    if pp > 1:
+        lane_need = float(blocks_per_sequence(kv_m, context, mem, profile.block_size_tokens))
+        if mem.num_blocks // pp < lane_need:
+            raise DoesNotFitError(f"{m.name} ({fmt}) on {pp} pipeline stages: each of the {pp} batches in flight holds "
+                                  f"1/{pp} of the {mem.num_blocks:,} KV blocks, fewer than one request of {context:,} "
+                                  f"tokens needs ({lane_need:,.0f}). Try fewer stages (more tp), fp8 KV cache or "
+                                  "shorter sequences")
+        costs = replace(costs, pp=pp)
+        lane_mem = replace(mem, num_blocks=mem.num_blocks // pp, kv_capacity_tokens=mem.kv_capacity_tokens // pp)
+        lane_seqs = profile.lane_running_limit(pp)
+        notes.append(f"pipeline of {pp} stages of {tp} GPU{'s' if tp > 1 else ''}: {pp} batches in flight, each priced as "
+                     "the whole model's step on one stage's GPUs plus the stage-to-stage sends; not measured here")
     if draft is not None:
         costs = replace(costs, draft=draft_costs(draft, w_draft, gpu, kv_b, tp, profile.draft_forward_host_s))
         notes.append(f"draft model {draft.name}: bf16 weights, {draft_kv * tp / KiB:,.0f} KiB of KV per token on top of the "
                      "target's; its forwards priced op by op after each verification step")
-    return Plan(m, gpu, profile, fmt, cp, kv_b, tp, ep, num_gpus // tp, w, mem, costs,
+    return Plan(m, gpu, profile, fmt, cp, kv_b, tp, ep, num_gpus // (tp * pp), w, mem, costs,
                 count_params(m).total, active_params_per_token(m),
                 kv_bytes_per_token(m, kv_b, 1) + (kv_bytes_per_token(draft, kv_b, 1) if draft is not None else 0.0),
-                tuple(notes))
+                tuple(notes), pp=pp, lane_memory=lane_mem, lane_max_num_seqs=lane_seqs, stage=stage,
+                pipeline_weight_bytes=stage_w)

@@ -104,7 +104,9 @@ def sglang_comparison(sglang_dirs: list[str], vllm_bf16: Calibration) -> pd.Data
     sg = compare_dirs(sglang_dirs, {"ideal": None, "default": Calibration(), "vllm": vllm_bf16, "calibrated": None})
     sg["shape"] = sg["isl"].astype(int).astype(str) + "x" + sg["osl"].astype(int).astype(str)
     fitted = sg["run"].map(sglang_fitted_run)
-    sg["split"] = np.select([~fitted, sg["shape"].isin(HOLDOUT)], ["other model, never fitted", "held out"], "fitted")
+    seen = sg["model"].isin(set(sg.loc[fitted, "model"]))  # models a fitted run served
+    sg["split"] = np.select([~fitted & ~seen, ~fitted, sg["shape"].isin(HOLDOUT)],
+                            ["other model, never fitted", "never fitted", "held out"], "fitted")
     return sg
 
 
@@ -322,7 +324,7 @@ SGLANG_MODES = ("ideal", "default", "vllm", "calibrated")
 def sglang_points(sg: pd.DataFrame) -> str:
     rows = ["| shape | load | split | TTFT meas | " + " / ".join(SGLANG_MODES) + " | ITL meas | " + " / ".join(SGLANG_MODES)
             + " | req/s meas | " + " / ".join(SGLANG_MODES) + " |", "|---|---|---|---|---|---|---|---|---|"]
-    for (_, shape, load), g in sg.groupby(["model", "shape", "load"], sort=False):
+    for (_, _, shape, load), g in sg.groupby(["run", "model", "shape", "load"], sort=False):
         by = g.set_index("mode")
         r = by.loc["calibrated"]
 
@@ -401,7 +403,8 @@ def write_doc(df: pd.DataFrame, reports: dict, runs: dict[str, MeasuredRun], sg:
     """`cals`: the shipped vLLM calibrations by precision; `sg_cal`: SGLang's."""
     sg_all = sg
     sg_moe = sg[sg["split"] == "other model, never fitted"]
-    sg = sg[sg["split"] != "other model, never fitted"]
+    sg_later = sg[sg["split"] == "never fitted"]  # later sittings of a fitted model (sitting 18: receive interval)
+    sg = sg[sg["split"].isin(("fitted", "held out"))]
     calibrated = sg[sg["mode"] == "calibrated"]
     sg_kv, sg_kv_pred = calibrated["measured_kv_tokens"].iloc[0], calibrated["predicted_kv_tokens"].iloc[0]
     burst_err = calibrated[calibrated["load"].str.startswith("burst")].set_index("shape")
@@ -597,6 +600,17 @@ bursts); the model admits what fits at full length and recomputes the excess at 
 at once and decode interleaves with prefill batches of newly admitted requests. Which of SGLang's policies
 (admission by estimated need, prefill batches filled up to 8,192 tokens) shortens its ITL there is not
 isolated.
+
+## SGLang 0.5.17: the receive interval, 1 against 30, never fitted (sitting 18)
+
+Llama-3.1-8B BF16 at 1024/256 on one server with the default `--scheduler-recv-interval` (1) and one with 30
+(`data/measurements/h200/sglang-0.5.17/README.md`, sitting 18), in the order of the table: interval 1, then 30.
+The shipped model takes the interval as SGLang's code reads it (the closed forms add (N − 1) / 2 decode steps to a
+closed loop's TTFT); the measured add lies between the closed forms' and none (docs/measurement-log.md, sitting 18).
+
+{summary(sg_later, SGLANG_MODES, ("never fitted",))}
+
+{sglang_points(sg_later)}
 
 ## SGLang 0.5.17: Qwen3-30B-A3B (MoE) and a 16k-token shape, never fitted (sitting 14)
 

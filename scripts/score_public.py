@@ -114,7 +114,7 @@ def likely_causes(sc: Scored) -> str:
     foreign = r.engine not in MODELLED_ENGINES
     launch_bound = e is not None and any("CUDA graph" in n for n in e.notes)
     if r.pp > 1:
-        causes.append("pipeline parallel scored as replicas")
+        causes.append("pipeline parallel: the model's pipeline (pp batches in flight, host work per batch) is not measured here")
     if e is not None and foreign and launch_bound and bias < 0:
         causes.append("launch floor: vLLM's eager MoE steps above its 512-token CUDA graphs (TensorRT-LLM captures graphs to 8,192)")
     if e is not None and foreign and e.decode_host_bound and bias < 0:

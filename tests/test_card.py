@@ -112,8 +112,8 @@ def test_few_points_widen_and_say_so():
       "precision": "nvfp4", "kv_precision": "fp8", "load": "concurrency:64"}, "MLA model"),
     ({"engine": "trtllm", "gpu": "l40s", "precision": "fp8", "load": "burst:3000"}, "engine trtllm"),
     ({"model": "meta-llama/Llama-3.3-70B-Instruct", "num_gpus": 4, "tp": 4, "precision": "fp8"}, "parameters"),
-    # SGLang's receive interval: never varied here, set by InferenceX's B200/B300 rows
-    ({"engine": "sglang", "load": "concurrency:16", "recv_interval_steps": 30}, "recv_interval_steps=30"),
+    # SGLang's receive interval: 1 and 30 measured here (sitting 18); 10 only set by InferenceX's B200/B300 rows
+    ({"engine": "sglang", "load": "concurrency:8", "recv_interval_steps": 10}, "recv_interval_steps=10"),
 ])
 def test_extrapolated(kw, why):
     c = estimate(Scenario(**kw)).card

@@ -72,6 +72,14 @@ class EngineProfile(BaseModel):
     exposed_step_host_s: float = Field(0.0, ge=0, le=1, description="the CPU's work per step (schedule, prepare inputs, "
                                                                     "process outputs) paid when async scheduling is off")
 
+    running_limit_per_batch: bool = Field(False, description="under pipeline parallelism max_num_seqs bounds each "
+                                          "batch in flight (TensorRT-LLM's max_batch_size per micro-batch); False: "
+                                          "all running requests together (vLLM, SGLang)")
+
+    def lane_running_limit(self, pp: int) -> int:
+        """The running limit of one of the pp batches a pipeline keeps in flight."""
+        return self.max_num_seqs if self.running_limit_per_batch else max(1, -(-self.max_num_seqs // pp))
+
     def budget_bytes(self, usable_bytes: float) -> float:
         """The memory the fraction is taken of, times the fraction (the 'budget' of the fit message)."""
         return usable_bytes * self.gpu_memory_utilization if self.memory_fraction_of == "total" else usable_bytes
@@ -169,6 +177,8 @@ class FlagTable:
                     out.update(r.read(""))
             elif (text := argv_value(argv, *r.names)) is not None:
                 out.update(r.read(text))
+        if out.get("pp", 1) > 1:  # a replica is tp × pp GPUs
+            out["num_gpus"] = out.get("tp", 1) * out["pp"]
         return out
 
 

@@ -27,6 +27,16 @@ def tensor_parallel(text: str) -> dict[str, Any]:
     return {"tp": int(text), "num_gpus": int(text)}
 
 
+def pipeline_parallel(text: str) -> dict[str, Any]:
+    """Pipeline stages of `tp` GPUs each (FlagTable.scenario makes num_gpus tp × pp)."""
+    return {"pp": int(text)}
+
+
+def pipeline_stages(scenario: dict[str, Any]) -> int | None:
+    """The pipeline flag's value for a Scenario: written only for more than one stage."""
+    return scenario.get("pp") if (scenario.get("pp") or 1) > 1 else None
+
+
 def data_parallel(text: str) -> dict[str, Any]:
     """Replicas behind one server: not a Scenario field (compare predicts one replica), read for the GPU count."""
     return {"data_parallel_size": int(text)}

@@ -24,7 +24,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from capacity.engines.base import Engine, EngineProfile, Flag, FlagTable
-from capacity.engines.flags import (data_parallel, expert_parallel_size, graphs_off, graphs_to, kv_fp8, limit, precision_fp8,
+from capacity.engines.flags import (data_parallel, pipeline_parallel, pipeline_stages, expert_parallel_size, graphs_off, graphs_to, kv_fp8, limit, precision_fp8,
                                     precision_from_quantization, tensor_parallel)
 
 MiB = 2**20
@@ -93,6 +93,8 @@ FLAGS = FlagTable((
          read=kv_fp8, write=lambda s: "fp8_e4m3" if s.get("kv_precision") == "fp8" else None),
     Flag("tensor_parallel_size", "--tp-size", "GPUs per replica (tensor parallel)",
          read=tensor_parallel, write=lambda s: s.get("tp"), aliases=("--tensor-parallel-size", "--tp")),
+    Flag("pipeline_parallel_size", "--pp-size", "pipeline stages of tensor-parallel GPUs each",
+         read=pipeline_parallel, write=pipeline_stages, aliases=("--pipeline-parallel-size", "--pp")),
     Flag("data_parallel_size", "--dp-size", "replicas behind one router", aliases=("--data-parallel-size", "--dp"),
          read=data_parallel, write=lambda s: s.get("replicas") if (s.get("replicas") or 1) > 1 else None),
     Flag("expert_parallel_size", "--ep-size", "GPUs the MoE experts are sharded over",

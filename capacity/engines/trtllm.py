@@ -24,7 +24,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from capacity.engines.base import Engine, EngineProfile, Flag, FlagTable
-from capacity.engines.flags import expert_parallel_size, limit, tensor_parallel
+from capacity.engines.flags import pipeline_parallel, pipeline_stages, expert_parallel_size, limit, tensor_parallel
 
 PROFILE = EngineProfile(
     name="trtllm",
@@ -41,6 +41,10 @@ PROFILE = EngineProfile(
     max_cudagraph_tokens=0,
     in_flight_batches=1,
     mixed_prefill=True,
+    # under pipeline parallelism max_batch_size bounds each micro-batch: trtllm-bench divides its batch by PP
+    # (bench_limits below) so that the pipeline's micro-batches together hold what the KV cache holds (an inference
+    # from the harness, not from a documented rule)
+    running_limit_per_batch=True,
 )
 
 
@@ -53,6 +57,8 @@ def limits(gpu_memory_bytes: float | None, tp: int, overrides: Mapping[str, Any]
 FLAGS = FlagTable((
     Flag("tensor_parallel_size", "--tp_size", "GPUs per replica (tensor parallel)",
          read=tensor_parallel, write=lambda s: s.get("tp")),
+    Flag("pipeline_parallel_size", "--pp_size", "pipeline stages of tensor-parallel GPUs each",
+         read=pipeline_parallel, write=pipeline_stages),
     Flag("expert_parallel_size", "--ep_size", "GPUs the MoE experts are sharded over", read=expert_parallel_size),
     Flag("max_model_len", "--max_seq_len", "longest request, tokens (prompt + output)",
          read=limit("max_model_len", int), write=lambda s: s.get("max_model_len")),

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from capacity.engines.base import Engine, EngineProfile, Flag, FlagTable
-from capacity.engines.flags import (data_parallel, expert_parallel_switch, graphs_off, graphs_to, kv_fp8, limit, precision_fp8,
+from capacity.engines.flags import (data_parallel, pipeline_parallel, pipeline_stages, expert_parallel_switch, graphs_off, graphs_to, kv_fp8, limit, precision_fp8,
                                     precision_from_quantization, speculative_config, tensor_parallel)
 
 GiB = 2**30
@@ -126,6 +126,8 @@ FLAGS = FlagTable((
          read=kv_fp8, write=lambda s: "fp8" if s.get("kv_precision") == "fp8" else None),
     Flag("tensor_parallel_size", "--tensor-parallel-size", "GPUs per replica (tensor parallel)",
          read=tensor_parallel, write=lambda s: s.get("tp"), aliases=("-tp",)),
+    Flag("pipeline_parallel_size", "--pipeline-parallel-size", "pipeline stages of tensor-parallel GPUs each",
+         read=pipeline_parallel, write=pipeline_stages, aliases=("-pp",)),
     Flag("data_parallel_size", "--data-parallel-size", "replicas behind one server", aliases=("-dp",),
          read=data_parallel, write=lambda s: s.get("replicas") if (s.get("replicas") or 1) > 1 else None),
     Flag("expert_parallel", "--enable-expert-parallel", "MoE experts sharded over the TP GPUs",

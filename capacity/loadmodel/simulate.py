@@ -112,7 +112,7 @@ def spread_lengths(rng: np.random.Generator, mean: int | np.ndarray, kind: str, 
 
 @dataclass(frozen=True)
 class EngineContext:
-    """One engine on one replica: step prices, scheduler limits, KV blocks and front-end costs."""
+    """One engine on one lane (a replica, or one of a pipeline's batches in flight): step prices, scheduler limits, KV blocks and front-end costs."""
 
     stepper: Stepper
     token_budget: int
@@ -138,7 +138,7 @@ class EngineContext:
         verification step at any acceptance (at 0 none is kept, but all are paid for)."""
         prof = plan.profile
         ctx = np.arange(max_context + 2, dtype=float)
-        table = np.asarray(blocks_per_sequence(plan.model, ctx, plan.memory, prof.block_size_tokens), dtype=np.int64)
+        table = np.asarray(blocks_per_sequence(plan.kv_model, ctx, plan.lane_blocks, prof.block_size_tokens), dtype=np.int64)
         table[0] = 0
         c = plan.costs
         k = int(spec_draft_tokens) if spec_draft_tokens and (spec_acceptance > 0 or c.draft is not None) else 0
@@ -150,7 +150,7 @@ class EngineContext:
         elif k:
             stepper = SpecStepper(stepper, k, spec_draft_cost)
         return cls(stepper, int(min(prof.max_num_batched_tokens, 10**9)),
-                   int(min(prof.max_num_seqs, 10**9)), int(plan.memory.num_blocks), table, prof.mixed_prefill,
+                   int(min(plan.max_num_seqs, 10**9)), int(plan.lane_blocks.num_blocks), table, prof.mixed_prefill,
                    0.0 if ideal else eff.request_overhead_s, 0.0 if ideal else eff.admission_s, prefix_hit_rate,
                    prof.block_size_tokens, prof.reserve_output_at_admission and not ideal, k,
                    float(spec_acceptance) if k else 0.0, 1 if ideal else prof.recv_interval_steps)

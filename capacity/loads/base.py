@@ -79,6 +79,17 @@ class LoadShape:
     def regime_at(self, value: float) -> str:
         return self.regime
 
+    def per_lane(self, value: float, lanes: int) -> tuple[float, int]:
+        """(the value one lane sees, lanes busy) when an engine runs `lanes` batches side by side (a pipeline's
+        batches in flight, capacity/plan.Plan.lanes): clients or requests dealt out evenly
+        (each lane the nearest whole share), no lane given less than one; a kind without a value (sync) keeps one lane busy."""
+        if not self.takes_value:
+            return value, 1
+        if not self.whole:
+            return value / max(int(lanes), 1), max(int(lanes), 1)
+        busy = max(1, min(int(lanes), int(value)))
+        return float(max(1, int(value / busy + 0.5))), busy  # a whole share per lane (nearest)
+
     # ------------------------------------------------------------------ the model's half
     def simulated_requests(self, value: float, num_requests: int | None) -> int:
         """Requests the step simulator runs for one point (the point's own count when it has one)."""

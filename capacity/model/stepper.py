@@ -18,7 +18,8 @@ import numpy as np
 from capacity.calibration import Efficiency
 from capacity.model.formulas import compiled
 from capacity.model.kv import attended_tokens_decode
-from capacity.model.steptime import StepCosts, experts_read_per_gpu, fixed_overhead_s, moe_share
+from capacity.model.steptime import (StepCosts, experts_read_per_gpu, fixed_overhead_s, host_token_s, moe_share,
+                                     pipeline_hops_s)
 
 
 @dataclass(frozen=True)
@@ -69,6 +70,10 @@ class Stepper:
             fixed = 2 * c.num_layers * eff.link_latency_s
         else:
             per_token = fixed = 0.0
+        if c.pp > 1:  # the stage-to-stage sends (steptime.pipeline_hops_s), latency and bytes per token apart
+            fixed += float(pipeline_hops_s(c, eff, 0.0))
+            per_token += float(pipeline_hops_s(c, eff, 1.0)) - float(pipeline_hops_s(c, eff, 0.0))
+        host = host_token_s(c, eff)
         return cls(
             costs=c, ideal=ideal,
             lin_flops_per_token=lin, head_flops_per_logit=head, lin_bytes=c.dense_weight_bytes,
@@ -83,8 +88,8 @@ class Stepper:
             comm_s_per_token=per_token, comm_s_fixed=fixed,
             overhead_fixed_s=0.0 if ideal else fixed_overhead_s(c, eff),
             # async scheduling off (c.serial_host): the host's per-sequence work adds to the step instead of flooring it
-            overhead_per_sequence_s=0.0 if ideal else eff.sequence_overhead_s + (eff.host_token_s if c.serial_host else 0.0),
-            host_per_sequence_s=0.0 if ideal or c.serial_host else eff.host_token_s,
+            overhead_per_sequence_s=0.0 if ideal else eff.sequence_overhead_s + (host if c.serial_host else 0.0),
+            host_per_sequence_s=0.0 if ideal or c.serial_host else host,
             launch_floor_s=0.0 if ideal else (eff.eager_layer_overhead_s * c.num_layers
                                                + eff.eager_moe_layer_overhead_s * c.moe_layers),
             max_graph_tokens=c.max_cudagraph_tokens,

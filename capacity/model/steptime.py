@@ -76,6 +76,7 @@ class StepCosts:
     serial_host: bool = False  # async scheduling off: the per-sequence host work adds to the step, not a floor
     draft: StepCosts | None = None  # a draft_model speculator's own costs (`draft_costs`): its forwards follow each verify
     forward_host_s: float = 0.0  # a draft's per-forward CPU work besides its op-by-op launches (`draft_forwards_s`)
+    pp: int = 1  # pipeline stages: the step is a batch's pass through all of them (capacity/model/pipeline.py)
     # (FLOP share, reduction length per GPU) of the expert projections: up/gate reduce over the hidden size, down
     # over the expert's width on this GPU (split by TP without EP)
     expert_reductions: tuple[tuple[float, float], ...] = ()
@@ -165,10 +166,26 @@ def quantized_linears(m: ModelArch) -> int:
 
 def fixed_overhead_s(c: StepCosts, eff: Efficiency) -> float:
     """A step's fixed host and launch cost whatever its tokens: per step, per layer, per MoE and MLA layer, per
-    weight-only FP4 MoE layer, per quantized linear (step_parts and the simulator's Stepper both take it from here)."""
-    return (eff.step_overhead_s + c.exposed_host_s + eff.layer_overhead_s * c.num_layers
+    weight-only FP4 MoE layer, per quantized linear (step_parts and the simulator's Stepper both take it from here).
+    Under pipeline parallelism a batch's step is pp stage steps, each with its own fixed cost, and the engine's
+    exposed per-step CPU work is done for each of the pp batches in flight by one process: both count pp times."""
+    return ((eff.step_overhead_s + c.exposed_host_s) * c.pp + eff.layer_overhead_s * c.num_layers
             + eff.moe_layer_overhead_s * c.moe_layers + eff.mla_layer_overhead_s * c.mla_layers
             + eff.fp4_moe_layer_s * c.weight_only_fp4_moe_layers + eff.quant_linear_s * c.quantized_linears)
+
+
+def host_token_s(c: StepCosts, eff: Efficiency) -> float:
+    """The engine's host work per sequence of a step, as one lane sees it: one process does it for every batch in
+    flight, so under pipeline parallelism (pp batches, one per stage) each batch's step waits for pp times as much."""
+    return eff.host_token_s * c.pp
+
+
+def pipeline_hops_s(c: StepCosts, eff: Efficiency, tokens):
+    """The pp − 1 sends of a step's hidden states (tokens × hidden × 2 bytes) from each stage to the next, one
+    after another on the batch's path: link latency plus bytes over the GPU's link each (0 without a pipeline)."""
+    if c.pp <= 1:
+        return 0.0
+    return (c.pp - 1) * (eff.link_latency_s + np.asarray(tokens, dtype=float) * c.hidden_size * 2.0 / c.link_bytes_per_s)
 
 
 def graph_limit(c: StepCosts, prefill_tokens: np.ndarray | float) -> np.ndarray | float:
@@ -267,6 +284,7 @@ def step_parts(c: StepCosts, eff: Efficiency, decode_seqs, decode_context, prefi
         comm = 2 * c.num_layers * compiled("allreduce_time_s")(eff.link_latency_s, c.tp, msg, c.link_bytes_per_s, eff.link)
     else:
         comm = np.zeros_like(tokens)
+    comm = comm + pipeline_hops_s(c, eff, tokens)
     overhead = fixed_overhead_s(c, eff) + eff.sequence_overhead_s * (d + np.minimum(p, 1.0))
     # without a CUDA graph the CPU launches the step op by op; the GPU runs behind it, so the launch is a floor
     launch = ((eff.eager_layer_overhead_s * c.num_layers + eff.eager_moe_layer_overhead_s * c.moe_layers)
@@ -287,7 +305,7 @@ def step_parts(c: StepCosts, eff: Efficiency, decode_seqs, decode_context, prefi
         t_pre = roof(attn_pre_flops, c.attention_peak_flops_per_s, eff.attention_matmul, attn_pre_bytes,
                      c.bandwidth_bytes_per_s, eff.weight_bandwidth)
         gpu = t_lin + t_exp + t_dec + t_pre + comm
-        host = eff.host_token_s * (d + np.minimum(p, 1.0))
+        host = host_token_s(c, eff) * (d + np.minimum(p, 1.0))
         time = (gpu + overhead + host if c.serial_host else np.maximum(gpu + overhead, host)) + launch
     shape = np.broadcast_shapes(tokens.shape, np.shape(gpu), np.shape(time))
     return StepParts(lin_flops, lin_bytes, exp_flops, exp_bytes, attn_flops, attn_bytes,

@@ -9,8 +9,8 @@ Mapping choices (each returned as a flag, counted in docs/public-corpus.md):
   ambiguity). NIM rows (backend not stated) use the vLLM profile;
 - an offline / max-throughput row is a burst of its published request count (3,000 where the source gives none);
 - a batch row (vLLM benchmark_latency: B requests processed together) is a burst of B;
-- attention data parallel (TensorRT-LLM DEPn) is scored as TP n with expert parallel; pipeline parallel as
-  data-parallel replicas (num_gpus = TP × PP), which the model has no better form for;
+- attention data parallel (TensorRT-LLM DEPn) is scored as TP n with expert parallel; pipeline parallel as the
+  model's pipeline (`pp`: pp batches in flight, capacity/model/pipeline.py), which no measurement here has checked;
 - an unstated KV precision is taken as FP8 for FP8/FP4 checkpoints, BF16 otherwise.
 """
 
@@ -111,12 +111,12 @@ def scenario_for(r: Row, engines: tuple[str, ...] = MODELLED_ENGINES) -> tuple[d
         isl, osl = round(r.isl * f), round(r.osl * f)
         spread = {"length_dist": "uniform", "length_ratio": (1 - r.length_range_ratio) / (1 + r.length_range_ratio)}
         flags.append(f"distributed lengths drawn uniform in [{r.length_range_ratio:g} L, L]")
-    s = dict(model=r.model, gpu=r.gpu, num_gpus=r.num_gpus, tp=r.tp, expert_parallel=r.ep > 1,
+    s = dict(model=r.model, gpu=r.gpu, num_gpus=r.num_gpus, tp=r.tp, pp=r.pp, expert_parallel=r.ep > 1,
              precision=r.weight_precision, kv_precision=kv, engine=engine, isl=isl, osl=osl, **spread)
     if r.dp > 1:
         flags.append(f"attention DP {r.dp} scored as TP {r.tp}")
     if r.pp > 1:
-        flags.append(f"PP {r.pp} scored as {r.pp} replicas")
+        flags.append(f"PP {r.pp} scored as a pipeline of {r.pp} stages (not measured here)")
     if r.load == "offline":
         n = r.num_requests or DEFAULT_OFFLINE_REQUESTS
         if r.num_requests is None:

@@ -123,7 +123,8 @@ class _Ctx:
         weight, wnote = _precision(precision_label, model_id)
         kv, kvnote = _kv(self.path.name, weight, model_id, gpu)
         nreq = self.nreq.get((isl, osl))
-        pp_note = (f"pipeline parallel {par['pp']} (the capacity model has no PP)" if par["pp"] > 1 else "")
+        pp_note = (f"pipeline parallel {par['pp']} (how many micro-batches the run kept in flight is not stated)"
+                   if par["pp"] > 1 else "")
         self.rows.append(row(
             row_id=f"{self.header['source_id']}:{len(self.rows):04d}", source_id=self.header["source_id"],
             source_kind=KIND, source_url=self.header["url"], source_commit=self.header["commit"],
