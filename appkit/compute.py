@@ -149,14 +149,14 @@ def load_curve(s: Scenario, points: int = 40) -> pd.DataFrame:
     cap = max(int(plan.max_concurrent(s.isl + s.osl)), 1)
     users = np.unique(np.round(np.geomspace(1, max(2 * cap, 2), points)))
     r = run_load(plan, cal, s, float(s.isl), float(s.osl), "concurrency", users)
-    reps = plan.replicas
+    reps = plan.lanes  # C users per batch the engine runs side by side: a replica, or each of a pipeline's stages
     price = s.price_usd_per_gpu_hour or plan.gpu.price_usd_per_gpu_hour
     usd = compiled("usd_per_million_tokens")
     out_tps = np.asarray(r.output_tokens_per_s) * reps
     tot_tps = np.asarray(r.total_tokens_per_s) * reps
     hourly = price * s.num_gpus if price else np.nan
     return pd.DataFrame({
-        "concurrency": users * reps, "concurrency_per_replica": users,
+        "concurrency": users * reps, "concurrency_per_replica": users * plan.pp,
         "requests_per_s": np.asarray(r.requests_per_s) * reps, "output_tokens_per_s": out_tps,
         "total_tokens_per_s": tot_tps, "ttft_s": np.asarray(r.ttft_s), "itl_s": np.asarray(r.itl_s),
         "e2e_latency_s": np.asarray(r.e2e_latency_s),
@@ -186,8 +186,8 @@ def simulated_curve(s: Scenario, points: int = SIMULATED_CURVE_POINTS) -> pd.Dat
         if not simulation_reasons(endless, "concurrency", float(u)):  # the estimate keeps these closed-form
             continue
         r, _ = simulated_load(plan, cal, s, "concurrency", float(u))
-        rows.append({"concurrency": u * plan.replicas, "requests_per_s": float(r.requests_per_s) * plan.replicas,
-                     "output_tokens_per_s": float(r.output_tokens_per_s) * plan.replicas,
+        rows.append({"concurrency": u * plan.lanes, "requests_per_s": float(r.requests_per_s) * plan.lanes,
+                     "output_tokens_per_s": float(r.output_tokens_per_s) * plan.lanes,
                      "ttft_s": float(r.ttft_s), "itl_s": float(r.itl_s)})
     return pd.DataFrame(rows, columns=columns)
 

@@ -261,11 +261,13 @@ def classify(s: "Scenario", e: "Estimate", mclass: str, reg: str, data: dict) ->
         for knob, v in knobs.items():
             if v not in cov["knobs"].get(knob, []) and not any(u.startswith(f"{knob} ") for u in unsupported):
                 reasons.append(f"{knob}={v}: not a value measured here")
+    if e.attention_dp:
+        reasons.append("attention data parallel: never measured here and no calibration trained on it")
     if e.pp > 1:  # public PP rows are scored (the card's slices), never fitted
         reasons.append(f"pipeline parallel {e.pp}: never measured here and no calibration trained on it")
     if unsupported:
         return "unsupported-feature", reasons, unsupported
-    if e.pp == 1 and "data/public" in (e.calibration_source or "") and e.calibration.split("/")[1:] == [e.gpu, e.weight_format]:
+    if e.pp == 1 and not e.attention_dp and "data/public" in (e.calibration_source or "") and e.calibration.split("/")[1:] == [e.gpu, e.weight_format]:
         return "calibrated-on-public-data", reasons, unsupported  # fitted on public rows of this GPU and format
     return ("extrapolated" if reasons else "measured-here"), reasons, unsupported
 

@@ -130,6 +130,8 @@ def _scenario_args(p: argparse.ArgumentParser, with_load: bool = True) -> None:
     p.add_argument("--pp", type=_int_in(1, 256), default=1,
                    help="pipeline-parallel stages of --tp GPUs each (a replica is tp × pp GPUs; default 1)")
     p.add_argument("--expert-parallel", action="store_true", help="split MoE experts across the TP GPUs")
+    p.add_argument("--attention-dp", action="store_true",
+                   help="attention data parallel over the TP GPUs (TensorRT-LLM DEP, SGLang --enable-dp-attention)")
     p.add_argument("--precision", default=d.precision, choices=PRECISION_CHOICES)
     p.add_argument("--kv-precision", default=d.kv_precision, choices=("bf16", "fp8"))
     p.add_argument("--engine", default=d.engine, choices=tuple(PROFILES))

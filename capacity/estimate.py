@@ -41,6 +41,8 @@ class Scenario(BaseModel):
     tp: int = Field(1, ge=1, le=1024)
     pp: int = Field(1, ge=1, le=256, description="pipeline stages of tp GPUs each (a replica is tp × pp GPUs)")
     expert_parallel: bool = False
+    attention_dp: bool = Field(False, description="attention data parallel over the tp GPUs (TensorRT-LLM DEP, "
+                               "SGLang --enable-dp-attention): each GPU the whole attention and its own sequences' KV")
     precision: str = "bf16"
     kv_precision: str = "bf16"
     engine: str = "vllm"
@@ -99,6 +101,7 @@ class Estimate(BaseModel):
     ep: int
     replicas: int
     pp: int = Field(1, description="pipeline stages per replica (a replica is tp × pp GPUs)")
+    attention_dp: bool = Field(False, description="attention data parallel over the tp GPUs")
     isl: int
     osl: int
     load: str
@@ -177,7 +180,7 @@ def plan_for(s: Scenario) -> Plan:
         raise WorkloadError(f"spec_draft_model {s.spec_draft_model}: its vocabulary ({draft.vocab_size:,} tokens) is "
                             f"not the target's ({model.vocab_size:,}); a draft model must share the target's tokenizer")
     return make_plan(model, gpu, s.precision, s.kv_precision, profile, s.num_gpus, s.tp,
-                     s.expert_parallel, s.isl + s.osl, s.max_model_len, draft, s.pp)
+                     s.expert_parallel, s.isl + s.osl, s.max_model_len, draft, s.pp, s.attention_dp)
 
 
 def speculating(s: Scenario) -> bool:
@@ -198,9 +201,13 @@ def calibration_for(s: Scenario, plan: Plan) -> Calibration:
 def load_context(plan: Plan, cal: Calibration, s: Scenario, isl, osl) -> LoadContext:
     """The engine in context for the closed forms: this plan's step costs and limits, the calibration's
     efficiencies, the scenario's what-ifs, and the slots at these lengths."""
-    slots = Slots(plan.max_running(isl, osl),
-                  np.asarray(plan.max_concurrent(np.asarray(isl) + np.asarray(osl)), dtype=float),
-                  np.asarray(plan.max_concurrent(np.asarray(isl)), dtype=float))
+    full = np.asarray(plan.max_concurrent(np.asarray(isl) + np.asarray(osl)), dtype=float)
+    # a wave admits what fits at prompt length and preemption makes the room, and the steady state runs what fits
+    # at the mean context; an engine that never preempts reserves every request's whole length, so both are what
+    # fits at full length (SGLang reserves an estimate of the output and retracts: the prompt-length rule is closer)
+    reserve = not plan.profile.preempts and not s.ideal
+    slots = Slots(np.maximum(full, 1.0) if reserve else plan.max_running(isl, osl), full,
+                  full if reserve else np.asarray(plan.max_concurrent(np.asarray(isl)), dtype=float))
     budget = plan.profile.max_num_scheduled_tokens or plan.profile.max_num_batched_tokens
     return LoadContext(plan.costs, cal.efficiency, budget, slots, s.ideal,
                        extras_of(s), plan.profile.mixed_prefill, plan.profile.recv_interval_steps)
@@ -438,7 +445,7 @@ def predict(plan: Plan, cal: Calibration, s: Scenario) -> Estimate:
     est = Estimate(
         model=s.model, gpu=gpu.id, engine=profile.name, ideal=s.ideal, precision=s.precision,
         weight_format=plan.weight_format, compute_precision=plan.compute_precision, kv_precision=s.kv_precision,
-        num_gpus=s.num_gpus, tp=s.tp, ep=plan.ep, replicas=reps, pp=plan.pp, isl=s.isl, osl=s.osl, load=str(load),
+        num_gpus=s.num_gpus, tp=s.tp, ep=plan.ep, replicas=reps, pp=plan.pp, attention_dp=s.attention_dp, isl=s.isl, osl=s.osl, load=str(load),
         total_params=plan.total_params, active_params_per_token=plan.active_params,
         weight_bytes=plan.replica_weight_bytes, weight_bytes_per_gpu=plan.memory.weight_bytes,
         kv_bytes_per_token=plan.kv_bytes_per_token, kv_cache_bytes_per_gpu=plan.memory.kv_cache_bytes,

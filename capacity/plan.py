@@ -109,13 +109,20 @@ def _check_layout(m: ModelArch, gpu: Gpu, num_gpus: int, tp: int, pp: int = 1) -
 
 def make_plan(m: ModelArch, gpu: Gpu, precision: str, kv_precision: str, profile: EngineProfile,
               num_gpus: int = 1, tp: int = 1, expert_parallel: bool = False, context: int = 1,
-              max_model_len: int | None = None, draft: ModelArch | None = None, pp: int = 1) -> Plan:
+              max_model_len: int | None = None, draft: ModelArch | None = None, pp: int = 1,
+              attention_dp: bool = False) -> Plan:
     """`draft`: a draft_model speculator's architecture. Its bf16 weights add to the weights (vLLM quantizes a
     draft only when the speculative config says so, which is not read here), its KV bytes per token add to the
     target's (vLLM V1 puts the drafter's attention layers in the same KV cache pool), and its step costs ride in
     the plan's (`StepCosts.draft`). `pp`: pipeline stages of `tp` GPUs each (capacity/model/pipeline.py); memory is
-    planned per stage and the pipeline holds the KV blocks of its tightest stage."""
+    planned per stage and the pipeline holds the KV blocks of its tightest stage. `attention_dp`: attention data
+    parallel over the tp GPUs (TensorRT-LLM's DEP, SGLang's --enable-dp-attention): attention weights whole on every
+    GPU, each GPU the whole KV of its own sequences (no replicated heads or MLA latent), the MLPs and experts split as
+    tp and ep say; priced as the replica's batch spread evenly over its GPUs."""
     notes = _check_layout(m, gpu, num_gpus, tp, pp)
+    if attention_dp and (tp == 1 or draft is not None):
+        raise WorkloadError("attention_dp spreads attention over the tp GPUs of a replica: it needs tp > 1, and is not "
+                            "modelled with a draft model")
     if pp > 1 and draft is not None:
         raise WorkloadError("a draft model with pipeline parallelism is not modelled (pp > 1 and spec_draft_model)")
     fmt = resolve_weight_format(precision, gpu.fp4_formats, m.native_quantization)
@@ -125,15 +132,17 @@ def make_plan(m: ModelArch, gpu: Gpu, precision: str, kv_precision: str, profile
     kv_b = kv_bytes_per_element(kv_precision)
     ep = tp if (expert_parallel and m.moe is not None) else 1
     w = weight_bytes(m, fmt, tp, ep)
+    if attention_dp:  # every GPU holds the attention weights whole
+        w = replace(w, attention=weight_bytes(m, fmt, 1, ep).attention)
     w_draft = weight_bytes(draft, "bf16", tp, 1) if draft is not None else None
     draft_kv = kv_bytes_per_token(draft, kv_b, tp) if draft is not None else 0.0
     stage, stage_w = None, 0.0
     if pp == 1:
         mem = plan_memory(m, gpu.usable_memory_bytes, w.total + (w_draft.total if w_draft else 0.0), kv_b, profile, tp,
-                          max_model_len, extra_kv_bytes_per_token=draft_kv)
+                          max_model_len, extra_kv_bytes_per_token=draft_kv, attention_dp=attention_dp)
     else:  # each stage profiles itself; the engine takes the fewest blocks of any stage
-        per_stage = stage_weight_bytes(m, fmt, tp, ep, pp)
-        plans = [(plan_memory(s, gpu.usable_memory_bytes, ws, kv_b, profile, tp, max_model_len), s)
+        per_stage = stage_weight_bytes(m, fmt, tp, ep, pp, attention_dp)
+        plans = [(plan_memory(s, gpu.usable_memory_bytes, ws, kv_b, profile, tp, max_model_len, attention_dp=attention_dp), s)
                  for s, ws in zip(stage_models(m, pp), per_stage)]
         mem, stage = min(plans, key=lambda x: x[0].num_blocks)
         stage_w = sum(per_stage) * tp
@@ -156,6 +165,12 @@ def make_plan(m: ModelArch, gpu: Gpu, precision: str, kv_precision: str, profile
                                    profile.async_scheduling, profile.exposed_step_host_s,
                                    profile.max_prefill_graph_tokens, fmt)
     lane_mem, lane_seqs = None, None
+    if attention_dp:  # each GPU reads the whole KV of its 1/tp of the batch: per GPU, 1/tp of a token's whole KV
+        costs = replace(costs, kv_bytes_per_token_layer=mem.kv_bytes_per_token_layer / tp)
+        lane_seqs = profile.lane_running_limit(1, tp)
+        notes.append(f"attention data parallel over {tp} GPUs: attention weights whole on each, each GPU the whole KV "
+                     "of its own sequences; priced as the batch spread evenly over them (a lone prompt's attention "
+                     "runs on one GPU); not measured here")
     if pp > 1:
         lane_need = float(blocks_per_sequence(kv_m, context, mem, profile.block_size_tokens))
         if mem.num_blocks // pp < lane_need:
@@ -165,7 +180,7 @@ def make_plan(m: ModelArch, gpu: Gpu, precision: str, kv_precision: str, profile
                                   "shorter sequences")
         costs = replace(costs, pp=pp)
         lane_mem = replace(mem, num_blocks=mem.num_blocks // pp, kv_capacity_tokens=mem.kv_capacity_tokens // pp)
-        lane_seqs = profile.lane_running_limit(pp)
+        lane_seqs = profile.lane_running_limit(pp, tp if attention_dp else 1)
         notes.append(f"pipeline of {pp} stages of {tp} GPU{'s' if tp > 1 else ''}: {pp} batches in flight, each priced as "
                      "the whole model's step on one stage's GPUs plus the stage-to-stage sends; not measured here")
     if draft is not None:

@@ -128,8 +128,11 @@ def likely_causes(sc: Scored) -> str:
         causes.append("MLA attention and 256-expert MoE (DeepSeek) priced by dense-GEMM rooflines")
     if r.gpu in AMD:
         causes.append(f"ROCm efficiency: the H200 {sc.scenario['engine']} calibration extrapolated to {r.gpu}")
-    if r.dp > 1 or (r.ep > 1 and foreign):
-        causes.append("attention DP / expert-parallel all-to-all scored as TP")
+    if r.dp > 1:
+        causes.append("attention DP: modelled (whole attention per GPU, each GPU its own sequences' KV), not measured here; "
+                      "expert-parallel all-to-all priced as TP all-reduces")
+    elif r.ep > 1 and foreign:
+        causes.append("expert-parallel all-to-all priced as TP all-reduces")
     if r.weight_precision in ("nvfp4", "mxfp4") and r.gpu in BLACKWELL:
         causes.append("FP4 kernels on Blackwell carried with FP8 efficiency factors")
     if r.weight_precision in ("nvfp4", "mxfp4") and r.gpu not in BLACKWELL and r.gpu not in AMD:

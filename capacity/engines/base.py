@@ -56,8 +56,11 @@ class EngineProfile(BaseModel):
     in_flight_batches: int = Field(2, ge=1, description="batches scheduled but not finished (async scheduling: 2); "
                                    "a sliding-window group may hold window − 1 + this × token budget tokens")
     reserve_output_at_admission: bool = Field(False, description="a request is admitted only when its whole final "
-                                              "length fits beside the running requests' (SGLang); False: when its "
-                                              "prompt's blocks are free (vLLM)")
+                                              "length fits beside the running requests' (SGLang, TensorRT-LLM's "
+                                              "GUARANTEED_NO_EVICT); False: when its prompt's blocks are free (vLLM)")
+    preempts: bool = Field(True, description="running requests are preempted when the KV pool fills (vLLM recomputes "
+                           "them, SGLang retracts them); False: never (TensorRT-LLM's GUARANTEED_NO_EVICT, which "
+                           "reserves every request's whole length at admission)")
     recv_interval_steps: int = Field(1, ge=1, description="new requests are taken off the socket only every this "
                                      "many decode steps while a batch runs; a step with a prompt chunk lets the next "
                                      "iteration take them at once (SGLang's --scheduler-recv-interval; 1: every step)")
@@ -76,9 +79,15 @@ class EngineProfile(BaseModel):
                                           "batch in flight (TensorRT-LLM's max_batch_size per micro-batch); False: "
                                           "all running requests together (vLLM, SGLang)")
 
-    def lane_running_limit(self, pp: int) -> int:
-        """The running limit of one of the pp batches a pipeline keeps in flight."""
-        return self.max_num_seqs if self.running_limit_per_batch else max(1, -(-self.max_num_seqs // pp))
+    running_limit_per_rank: bool = Field(False, description="under attention data parallel max_num_seqs bounds each "
+                                         "rank (TensorRT-LLM's max_batch_size, vLLM's engine per DP rank); False: the "
+                                         "replica's running requests together")
+
+    def lane_running_limit(self, pp: int = 1, dp_ranks: int = 1) -> int:
+        """The running limit of one of the pp batches a pipeline keeps in flight, with attention data parallel over
+        `dp_ranks` GPUs (1: none)."""
+        limit = self.max_num_seqs * (dp_ranks if self.running_limit_per_rank else 1)
+        return limit if self.running_limit_per_batch or pp == 1 else max(1, -(-limit // pp))
 
     def budget_bytes(self, usable_bytes: float) -> float:
         """The memory the fraction is taken of, times the fraction (the 'budget' of the fit message)."""

@@ -46,6 +46,10 @@ def expert_parallel_switch(_text: str) -> dict[str, Any]:
     return {"expert_parallel": True}
 
 
+def attention_dp_switch(_text: str) -> dict[str, Any]:
+    return {"attention_dp": True}
+
+
 def expert_parallel_size(text: str) -> dict[str, Any]:
     """An expert-parallel size above 1 shards the experts."""
     return {"expert_parallel": True} if int(text) > 1 else {}

@@ -24,7 +24,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from capacity.engines.base import Engine, EngineProfile, Flag, FlagTable
-from capacity.engines.flags import (data_parallel, pipeline_parallel, pipeline_stages, expert_parallel_size, graphs_off, graphs_to, kv_fp8, limit, precision_fp8,
+from capacity.engines.flags import (attention_dp_switch, data_parallel, pipeline_parallel, pipeline_stages, expert_parallel_size, graphs_off, graphs_to, kv_fp8, limit, precision_fp8,
                                     precision_from_quantization, tensor_parallel)
 
 MiB = 2**20
@@ -97,6 +97,8 @@ FLAGS = FlagTable((
          read=pipeline_parallel, write=pipeline_stages, aliases=("--pipeline-parallel-size", "--pp")),
     Flag("data_parallel_size", "--dp-size", "replicas behind one router", aliases=("--data-parallel-size", "--dp"),
          read=data_parallel, write=lambda s: s.get("replicas") if (s.get("replicas") or 1) > 1 else None),
+    Flag("attention_dp", "--enable-dp-attention", "attention data parallel over the TP GPUs",
+         read=attention_dp_switch, write=lambda s: bool(s.get("attention_dp")), switch=True),
     Flag("expert_parallel_size", "--ep-size", "GPUs the MoE experts are sharded over",
          read=expert_parallel_size, aliases=("--expert-parallel-size",)),
     Flag("max_model_len", "--context-length", "longest request, tokens",

@@ -9,8 +9,10 @@
   that its start-up line prints ("max_seq_len=…, max_num_requests=2048, max_num_tokens=8192", the line
   validate/engines/trtllm.py parses). Some trtllm-serve releases document other command-line defaults (256 or
   8 requests); pass --max_batch_size to be sure.
-- Scheduling: in-flight batching puts new requests' context phase into the same step as running generations
-  (the "Tuning Max Batch Size and Max Num Tokens" guide), so prefill mixes with decode; chunked prefill
+- Scheduling: the capacity scheduler (default GUARANTEED_NO_EVICT) admits a request only when its prompt plus
+  maximum output fit and never pauses one ("Useful Runtime Options"); in-flight batching puts new requests'
+  context phase into the same step as running generations (the "Tuning Max Batch Size and Max Num Tokens"
+  guide), so prefill mixes with decode; chunked prefill
   (enable_chunked_prefill) is off by default, i.e. a whole prompt enters one step. The model's budget per step
   is max_num_tokens either way.
 - KV blocks: tokens_per_block 32 (KvCacheConfig). CUDA graphs (cuda_graph_config) are captured up to
@@ -45,6 +47,12 @@ PROFILE = EngineProfile(
     # (bench_limits below) so that the pipeline's micro-batches together hold what the KV cache holds (an inference
     # from the harness, not from a documented rule)
     running_limit_per_batch=True,
+    # with enable_attention_dp max_batch_size is each rank's (the DeepSeek-R1 blog's "max_batch_size 896 per rank")
+    running_limit_per_rank=True,
+    # the capacity scheduler's default GUARANTEED_NO_EVICT admits a request only when its prompt plus its maximum
+    # output fit, and never pauses one ("Useful Runtime Options", SchedulerConfig.capacity_scheduler_policy)
+    reserve_output_at_admission=True,
+    preempts=False,
 )
 
 

@@ -38,6 +38,7 @@ def default_graph_tokens(max_num_seqs: int, max_num_batched_tokens: int) -> int:
 PROFILE = EngineProfile(
     name="vllm",
     gpu_memory_utilization=0.92,
+    running_limit_per_rank=True,  # data parallel: one engine core, with its own max_num_seqs, per DP rank
     max_num_batched_tokens=MAX_NUM_BATCHED_TOKENS,
     max_num_seqs=MAX_NUM_SEQS,
     block_size_tokens=16,

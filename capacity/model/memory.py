@@ -133,21 +133,26 @@ def reported_tokens(m: ModelArch, num_blocks: int, groups: int, layers_per_group
 
 def plan_memory(m: ModelArch, usable_bytes: float, weight_bytes: float, kv_bytes: float,
                 profile: EngineProfile, tp: int = 1, max_model_len: int | None = None, ep: int = 1,
-                extra_kv_bytes_per_token: float = 0.0) -> MemoryPlan:
+                extra_kv_bytes_per_token: float = 0.0, attention_dp: bool = False) -> MemoryPlan:
     """`extra_kv_bytes_per_token` (per GPU): layers of another model in the same pool, a draft model's (vLLM V1's
     drafter shares the KV cache: each block then holds its tokens' KV in both models' layers). Sitting 12, Qwen3-8B
-    + Qwen3-0.6B on an H200: 106.66 GiB ÷ (144 + 112 KiB) = 436,880 tokens, the log's count."""
+    + Qwen3-0.6B on an H200: 106.66 GiB ÷ (144 + 112 KiB) = 436,880 tokens, the log's count.
+    `attention_dp`: attention data parallel over the tp GPUs: each GPU keeps the whole KV (every head, or MLA's one
+    latent) of its own sequences, so a block holds a token's whole KV and the replica's pool is tp GPUs' blocks (the
+    plan describes that pool, as if the GPUs shared it; a sequence really lives on one of them)."""
     budget = profile.budget_bytes(usable_bytes)
     act = activation_peak_bytes(m, profile, tp, ep)
     graphs = profile.cuda_graph_bytes + (0.0 if lean_profile(m, profile) else profile.moe_cuda_graph_bytes)
     kv_mem = profile.kv_cache_bytes(usable_bytes, weight_bytes, act, graphs)  # the engine's memory rule
-    per_token_layer = kv_bytes_per_token_per_layer(m, kv_bytes, tp)
+    per_token_layer = kv_bytes_per_token_per_layer(m, kv_bytes, 1 if attention_dp else tp)
     groups, layers_per_group = kv_groups(m)
     page = per_token_layer * profile.block_size_tokens
     block_bytes = page * layers_per_group + extra_kv_bytes_per_token * profile.block_size_tokens
     num_blocks = max(0, int(kv_mem // block_bytes)) if kv_mem > 0 else 0
     tokens = reported_tokens(m, num_blocks, groups, layers_per_group, profile,
                              max_model_len or m.max_position_embeddings)
+    if attention_dp:
+        num_blocks, tokens = num_blocks * tp, tokens * tp
     return MemoryPlan(usable_bytes, budget, weight_bytes, act, profile.non_torch_bytes, graphs,
                       max(kv_mem, 0.0), per_token_layer, num_blocks, tokens, groups, layers_per_group)
 

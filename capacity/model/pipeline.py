@@ -17,6 +17,8 @@ lanes, so per lane it weighs pp times as much (`StepCosts.pp` in capacity/model/
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from capacity.model.architecture import ModelArch, Moe
 from capacity.model.precision import HIGH_PRECISION_BYTES
 from capacity.model.weights import weight_bytes
@@ -52,7 +54,8 @@ def stage_models(m: ModelArch, pp: int) -> tuple[ModelArch, ...]:
     return tuple(stage_model(m, a, b) for a, b in stage_layers(m.num_layers, pp))
 
 
-def stage_weight_bytes(m: ModelArch, weight_format: str, tp: int, ep: int, pp: int) -> tuple[float, ...]:
+def stage_weight_bytes(m: ModelArch, weight_format: str, tp: int, ep: int, pp: int,
+                       attention_dp: bool = False) -> tuple[float, ...]:
     """Weight bytes on one GPU of each stage: the stage's own layers (attention, MLPs, experts, norms, router),
     plus the embedding and any vision tower on the first stage and the final norm and LM head on the last (the embedding again
     when tied: the last stage needs it as its head)."""
@@ -61,6 +64,8 @@ def stage_weight_bytes(m: ModelArch, weight_format: str, tp: int, ep: int, pp: i
     out = []
     for i, s in enumerate(stage_models(m, pp)):
         w = weight_bytes(s, weight_format, tp, ep)
+        if attention_dp:  # the stage's attention whole on each of its GPUs (capacity/plan.make_plan)
+            w = replace(w, attention=weight_bytes(s, weight_format, 1, ep).attention)
         own = w.attention + w.dense_mlp + w.routed_experts + w.shared_experts + w.other - vision
         if i < pp - 1:  # the final norm sits on the last stage only (each stage model counts one)
             own -= m.hidden_size * HIGH_PRECISION_BYTES

@@ -9,7 +9,8 @@ Mapping choices (each returned as a flag, counted in docs/public-corpus.md):
   ambiguity). NIM rows (backend not stated) use the vLLM profile;
 - an offline / max-throughput row is a burst of its published request count (3,000 where the source gives none);
 - a batch row (vLLM benchmark_latency: B requests processed together) is a burst of B;
-- attention data parallel (TensorRT-LLM DEPn) is scored as TP n with expert parallel; pipeline parallel as the
+- attention data parallel (TensorRT-LLM DEPn) is scored as TP n with expert parallel and the model's attention data
+  parallel (`attention_dp`: attention whole on every GPU, each GPU its own sequences' KV); pipeline parallel as the
   model's pipeline (`pp`: pp batches in flight, capacity/model/pipeline.py), which no measurement here has checked;
 - an unstated KV precision is taken as FP8 for FP8/FP4 checkpoints, BF16 otherwise.
 """
@@ -114,7 +115,8 @@ def scenario_for(r: Row, engines: tuple[str, ...] = MODELLED_ENGINES) -> tuple[d
     s = dict(model=r.model, gpu=r.gpu, num_gpus=r.num_gpus, tp=r.tp, pp=r.pp, expert_parallel=r.ep > 1,
              precision=r.weight_precision, kv_precision=kv, engine=engine, isl=isl, osl=osl, **spread)
     if r.dp > 1:
-        flags.append(f"attention DP {r.dp} scored as TP {r.tp}")
+        s["attention_dp"] = True
+        flags.append(f"attention DP {r.dp} over the TP {r.tp} GPUs (not measured here)")
     if r.pp > 1:
         flags.append(f"PP {r.pp} scored as a pipeline of {r.pp} stages (not measured here)")
     if r.load == "offline":
