@@ -88,21 +88,33 @@ def gpu_inputs(sb) -> tuple[str, float, str, str | None]:
         return DEFAULT_GPU, 2.0, "custom", str(exc)
 
 
-def deployment_inputs(sb) -> tuple[int, int, str, str, str]:
-    """GPUs, tensor parallel, weight and KV precision, engine → (num_gpus, tp, precision, kv precision, engine)."""
+def deployment_inputs(sb) -> tuple[int, int, int, bool, str, str, str]:
+    """GPUs, tensor and pipeline parallel, attention DP, weight and KV precision, engine → (num_gpus, tp, pp,
+    attention_dp, precision, kv precision, engine)."""
     c1, c2 = sb.columns(2)
     num_gpus = c1.number_input("GPUs", 1, 1024, 1, key="num_gpus", help="all GPUs of the deployment")
     tps = [d for d in range(1, int(num_gpus) + 1) if num_gpus % d == 0 and d <= 64]
     if st.session_state.get("tp") not in tps:
         st.session_state["tp"] = 1
-    tp = c2.selectbox("Tensor parallel", tps, key="tp", help="GPUs per replica; GPUs ÷ TP replicas serve in parallel")
+    tp = c2.selectbox("Tensor parallel", tps, key="tp", help="GPUs per pipeline stage; GPUs ÷ (TP × PP) replicas "
+                      "serve in parallel")
+    c1, c2 = sb.columns(2)
+    rest = int(num_gpus) // int(tp)
+    pps = [d for d in range(1, rest + 1) if rest % d == 0 and d <= 16]
+    if st.session_state.get("pp") not in pps:
+        st.session_state["pp"] = 1
+    pp = c1.selectbox("Pipeline stages", pps, key="pp", help="pipeline parallel: a replica is TP × PP GPUs, each "
+                      "stage holding its share of the layers (scored on published TensorRT-LLM rows only)")
+    attention_dp = c2.checkbox("Attention DP", key="attention_dp", disabled=int(tp) == 1,
+                               help="attention data parallel over the TP GPUs (TensorRT-LLM DEP, SGLang "
+                               "--enable-dp-attention): each GPU the whole attention and its own sequences' KV")
     c1, c2 = sb.columns(2)
     precision = c1.selectbox("Weights", inputs.PRECISIONS, key="precision", format_func=lambda p: p.upper()
                              if p != "native" else "native", help="; ".join(f"{k}: {v}" for k, v in inputs.PRECISION_LABELS.items()))
     kv = c2.selectbox("KV cache", inputs.KV_PRECISIONS, key="kv_precision", format_func=str.upper)
     engines = inputs.engine_labels()
     engine = sb.radio("Engine profile", list(engines), key="engine", horizontal=True, help=inputs.engine_help())
-    return int(num_gpus), int(tp), precision, kv, engines[engine]
+    return int(num_gpus), int(tp), int(pp), bool(attention_dp) and int(tp) > 1, precision, kv, engines[engine]
 
 
 def price_input(sb, default_price: float, price_key: str) -> float:
@@ -181,7 +193,7 @@ def sidebar() -> tuple[Scenario, float, float, float, str]:
     sb = st.sidebar
     model, display, model_error = model_inputs(sb)
     gpu, default_price, price_key, gpu_error = gpu_inputs(sb)
-    num_gpus, tp, precision, kv, engine = deployment_inputs(sb)
+    num_gpus, tp, pp, attention_dp, precision, kv, engine = deployment_inputs(sb)
     price = price_input(sb, default_price, price_key)
     isl, osl = workload_inputs(sb)
     features = feature_inputs(sb)
@@ -189,7 +201,8 @@ def sidebar() -> tuple[Scenario, float, float, float, str]:
     measurements_input(sb)
     if model_error or gpu_error:
         raise InputError(gpu_error or model_error)
-    s = Scenario(model=model, gpu=gpu, num_gpus=num_gpus, tp=tp, precision=precision, kv_precision=kv,
+    s = Scenario(model=model, gpu=gpu, num_gpus=num_gpus, tp=tp, pp=pp, attention_dp=attention_dp,
+                 precision=precision, kv_precision=kv,
                  engine=engine, ideal=engine == "ideal", isl=isl, osl=osl, price_usd_per_gpu_hour=price or None,
                  **features)
     return s, ttft_ms / 1e3, itl_ms / 1e3, target, display

@@ -290,8 +290,10 @@ def formula_values(s: Scenario) -> dict[str, str]:
 
 
 def deployment_summary(s: Scenario) -> str:
-    reps = s.num_gpus // s.tp if s.tp and s.num_gpus % s.tp == 0 else 1
-    return (f"{reps} replica{'s' if reps != 1 else ''} × TP {s.tp}" if reps > 1 else f"TP {s.tp}")
+    per = s.tp * s.pp
+    reps = s.num_gpus // per if per and s.num_gpus % per == 0 else 1
+    layout = f"TP {s.tp}" + (f" × PP {s.pp}" if s.pp > 1 else "") + (" (attention DP)" if s.attention_dp else "")
+    return f"{reps} replica{'s' if reps != 1 else ''} × {layout}" if reps > 1 else layout
 
 
 def ceil_div(a: float, b: float) -> int:

@@ -31,10 +31,16 @@ class Launch:
     max_model_len: int
     gpu_memory_bytes: float | None = None  # usable memory per GPU: the engines' own defaults for it
     large_moe_graphs: bool = False  # an MoE that runs > the default graphs' sequences: graphs to 1,024 (vLLM)
+    pp: int = 1  # pipeline stages of tp GPUs each
+    attention_dp: bool = False  # attention data parallel over the tp GPUs
 
     @property
     def replicas(self) -> int:
-        return max(self.num_gpus // self.tp, 1)
+        return max(self.num_gpus // (self.tp * self.pp), 1)
+
+    @property
+    def gpus_per_replica(self) -> int:
+        return self.tp * self.pp
 
 
 LARGE_MOE_GRAPH_TOKENS = 1024  # sitting 6: Qwen3-30B-A3B at 640 and 1,024 sequences (GRAPHS_NOTE)
@@ -45,11 +51,13 @@ def configuration(c: Launch, engine: str) -> dict[str, object]:
     limits on this GPU (capacity/engines/), which its flag table writes where the engine takes them as flags."""
     limits = engine_profile(engine, c.gpu_memory_bytes, c.tp)
     values: dict[str, object] = {
-        "tp": c.tp, "replicas": c.replicas, "precision": c.precision, "kv_precision": c.kv_precision,
+        "tp": c.tp, "pp": c.pp, "replicas": c.replicas, "precision": c.precision, "kv_precision": c.kv_precision,
         "max_model_len": c.max_model_len, "gpu_memory_utilization": limits.gpu_memory_utilization,
         "max_num_seqs": limits.max_num_seqs, "max_num_batched_tokens": limits.max_num_batched_tokens}
     if c.large_moe_graphs and engine == "vllm":
         values["max_cudagraph_tokens"] = LARGE_MOE_GRAPH_TOKENS
+    if c.attention_dp and "attention_dp" in capacity_engines.get(engine).flags.options:  # a flag where it is one
+        values["attention_dp"] = True
     return values
 
 
@@ -90,8 +98,13 @@ GRAPHS_NOTE = ("MoE above 512 running sequences (vLLM's default largest graph): 
                "sequences for 0.55 GiB (data/measurements/h200/vllm-0.26.0/sitting-6)")
 
 
+ATTENTION_DP_VLLM = ("attention data parallel: vLLM runs it as --data-parallel-size {tp} --enable-expert-parallel with "
+                     "TP 1 per rank, which this snippet does not write")
+
+
 def vllm(c: Launch) -> str:
-    notes = [n for n in (_weights_note(c.precision), GRAPHS_NOTE if c.large_moe_graphs else "") if n]
+    notes = [n for n in (_weights_note(c.precision), GRAPHS_NOTE if c.large_moe_graphs else "",
+                         ATTENTION_DP_VLLM.format(tp=c.tp) if c.attention_dp else "") if n]
     return "".join(f"# {n}\n" for n in notes) + _fmt(vllm_args(c))
 
 
@@ -117,24 +130,27 @@ def trtllm(c: Launch) -> str:
     cmd = ["trtllm-serve", "serve", c.model, "--backend", "pytorch", *engine_args(c, "trtllm"),
            "--host", "0.0.0.0", "--port", "8000"]
     pre = []
-    if c.kv_precision == "fp8":
-        pre = ["cat > extra-llm-api.yml <<'EOF'", "kv_cache_config:", "  dtype: fp8", "EOF", ""]
+    options = (["kv_cache_config:", "  dtype: fp8"] if c.kv_precision == "fp8" else []) + (
+        ["enable_attention_dp: true"] if c.attention_dp else [])
+    if options:
+        pre = ["cat > extra-llm-api.yml <<'EOF'", *options, "EOF", ""]
         cmd += ["--extra_llm_api_options", "extra-llm-api.yml"]
     note = {"fp8": "FP8 weights: TensorRT-LLM loads a pre-quantized FP8 (ModelOpt) checkpoint; point the model at it"}.get(
         c.precision, _weights_note(c.precision))
     head = (f"# {note}\n" if note else "") + f"# {PUBLIC_HOST_NOTE}\n"
     if c.replicas > 1:
-        head += f"# {c.replicas} replicas: start one server per group of {c.tp} GPUs (CUDA_VISIBLE_DEVICES) behind a load balancer\n"
+        head += (f"# {c.replicas} replicas: start one server per group of {c.gpus_per_replica} GPUs (CUDA_VISIBLE_DEVICES) "
+                 "behind a load balancer\n")
     return head + "\n".join(pre) + _fmt(cmd)
 
 
 def modal_app(c: Launch) -> str:
-    gpu = MODAL_GPU.get(c.gpu)
-    gpu_line = f'GPU = "{gpu}:{c.tp}"' if gpu else f'GPU = "H200:{c.tp}"  # {c.gpu} is not a Modal GPU type: pick the closest'
-    args = vllm_args(Launch(**{**c.__dict__, "num_gpus": c.tp}))[3:]  # one replica per container
+    gpu, n = MODAL_GPU.get(c.gpu), c.gpus_per_replica
+    gpu_line = f'GPU = "{gpu}:{n}"' if gpu else f'GPU = "H200:{n}"  # {c.gpu} is not a Modal GPU type: pick the closest'
+    args = vllm_args(Launch(**{**c.__dict__, "num_gpus": n}))[3:]  # one replica per container
     pairs = [args[i:i + 2] for i in range(0, len(args), 2)]
     args_py = "\n        ".join(", ".join(json.dumps(a) for a in pair) + "," for pair in pairs)
-    return f'''# serve.py — `modal deploy serve.py`; {c.replicas} replica{"s" if c.replicas > 1 else ""} of {c.tp} GPU{"s" if c.tp > 1 else ""}
+    return f'''# serve.py — `modal deploy serve.py`; {c.replicas} replica{"s" if c.replicas > 1 else ""} of {n} GPU{"s" if n > 1 else ""}
 import subprocess
 
 import modal

@@ -147,6 +147,26 @@ def test_model_that_does_not_fit_says_why(empty_corpus):
     assert metrics(at)["Max concurrent users"] != "—"
 
 
+def test_a_pipeline_sizes_what_tensor_parallel_cannot(empty_corpus):
+    """Llama-3.1-405B FP8 on eight PCIe RTX Pro 6000s: one GPU per stage fits as a pipeline of 8, and the launch
+    snippets write each engine's pipeline flag."""
+    at = run_app()
+    at.selectbox(key="model").set_value("meta-llama/Llama-3.1-405B")
+    at.selectbox(key="gpu").set_value("rtx-pro-6000")
+    at.number_input(key="num_gpus").set_value(8)
+    rerun(at)
+    at.selectbox(key="precision").set_value("fp8")
+    rerun(at)
+    assert at.error and "does not fit" in at.error[0].value.lower()
+    at.selectbox(key="pp").set_value(8)
+    rerun(at)
+    assert not at.error
+    assert metrics(at)["Max concurrent users"] != "—"
+    open_tab(at, "Launch")
+    code = "\n".join(c.value for c in at.code)
+    assert "--pipeline-parallel-size 8" in code and "--pp-size 8" in code and "--pp_size 8" in code
+
+
 def test_bad_tensor_parallel_is_a_message(empty_corpus):
     at = run_app()
     at.selectbox(key="model").set_value("google/gemma-3-27b-it")

@@ -36,8 +36,10 @@ def usd(v: float | None) -> str:
 
 
 def layout_text(s: Scenario) -> str:
-    reps = s.num_gpus // s.tp if s.num_gpus % s.tp == 0 else 0
-    return f"TP {s.tp}" + (f", {reps} replicas" if reps > 1 else "")
+    per = s.tp * s.pp
+    reps = s.num_gpus // per if s.num_gpus % per == 0 else 0
+    return (f"TP {s.tp}" + (f" × PP {s.pp}" if s.pp > 1 else "") + (" with attention DP" if s.attention_dp else "")
+            + (f", {reps} replicas" if reps > 1 else ""))
 
 
 def version() -> str:
