@@ -113,7 +113,8 @@ def fit_options(s: Scenario, precisions: tuple[str, ...] = ("bf16", "fp8", "fp4"
         row = {"weights": precision.upper()}
         for tp in tps:
             try:
-                plan = plan_for(s.model_copy(update={"precision": precision, "tp": tp, "num_gpus": tp}))
+                plan = plan_for(s.model_copy(update={"precision": precision, "tp": tp, "num_gpus": tp, "pp": 1,
+                                                     "attention_dp": s.attention_dp and tp > 1}))
                 row[f"TP {tp}"] = int(plan.max_concurrent(s.isl + s.osl))
             except CapacityError:
                 row[f"TP {tp}"] = 0
@@ -247,7 +248,7 @@ def compare(s: Scenario, gpus: list[str], precisions: list[str], ttft_slo_s: flo
     rows = []
     for gpu_id in gpus:
         for precision in precisions:
-            sc = s.model_copy(update={"gpu": gpu_id, "precision": precision, "num_gpus": s.tp,
+            sc = s.model_copy(update={"gpu": gpu_id, "precision": precision, "num_gpus": s.tp * s.pp,
                                       "price_usd_per_gpu_hour": None})
             row = {"gpu": gpu_id, "precision": precision}
             try:
@@ -261,10 +262,10 @@ def compare(s: Scenario, gpus: list[str], precisions: list[str], ttft_slo_s: flo
             row.update(
                 weight_format=h.weight_format, fits=True, max_concurrent_users=h.max_concurrent_users,
                 rps_per_replica_at_objective=h.rate_per_replica or 0.0,
-                output_tokens_per_s_per_gpu=(h.output_tokens_per_s or 0.0) / s.tp,
+                output_tokens_per_s_per_gpu=(h.output_tokens_per_s or 0.0) / (s.tp * s.pp),
                 ttft_s=h.ttft_s, itl_s=h.itl_s, usd_per_million_output_tokens=h.usd_per_million_output_tokens,
                 gpus_for_target=h.gpus_for_target, usd_per_hour_for_target=h.usd_per_hour_for_target,
-                max_output_tokens_per_s_per_gpu=h.max_output_tokens_per_s / s.tp, reason=h.reason)
+                max_output_tokens_per_s_per_gpu=h.max_output_tokens_per_s / (s.tp * s.pp), reason=h.reason)
             rows.append(row)
     return pd.DataFrame(rows).reindex(columns=COMPARE_COLUMNS)
 

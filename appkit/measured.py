@@ -232,7 +232,8 @@ def runs_table(runs: list[Run]) -> pd.DataFrame:
     for i, r in enumerate(runs):
         sc = r.run.scenario
         tp = int(sc.get("tp", 1))
-        facts = {"model": sc["model"], "gpu": sc["gpu"], "num_gpus": tp * int(sc.get("data_parallel_size", 1)),
+        facts = {"model": sc["model"], "gpu": sc["gpu"],
+                 "num_gpus": tp * int(sc.get("pp", 1)) * int(sc.get("data_parallel_size", 1)),
                  "tp": tp, "engine": sc["engine"], "engine_version": r.engine_version,
                  "precision": sc.get("precision", Scenario.model_fields["precision"].default),
                  "kv_precision": sc.get("kv_precision", Scenario.model_fields["kv_precision"].default)}

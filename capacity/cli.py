@@ -337,6 +337,9 @@ def cmd_simulate(a) -> int:
     from capacity.loadmodel.simulate import MAX_SIM_REQUESTS, simulate
 
     s = _scenario(a, method="simulate")
+    if s.pp > 1:
+        raise InputError("--pp: capacity simulate runs one engine's batch; a pipeline's batches in flight are "
+                         "priced by capacity estimate --pp N --method simulate")
     load = parse_load(s.load)
     trace = _read_trace(a.trace, str(load)) if a.trace else {}
     if load.kind == "burst" and load.value > MAX_SIM_REQUESTS:

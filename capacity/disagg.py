@@ -370,6 +370,9 @@ def search(s: Scenario, target_rps: float, ttft_slo_s: float, itl_slo_s: float, 
         raise WorkloadError(f"transfer: expected overlapped or after-prefill, got {transfer!r}")
     if router not in ROUTERS:
         raise WorkloadError(f"router: expected one of {', '.join(ROUTERS)}, got {router!r}")
+    if s.pp > 1 or s.attention_dp:
+        raise WorkloadError("--disagg searches tensor-parallel pools of one stage: pp and attention_dp are not "
+                            "searched (size one such layout with capacity estimate)")
     gpu = load_gpu(s.gpu)
     node_link, net_link = resolve_link(link, gpu)
     price = s.price_usd_per_gpu_hour or gpu.price_usd_per_gpu_hour

@@ -304,20 +304,49 @@ METRICS = ("ttft_s", "itl_s", "e2e_latency_s", "requests_per_s", "output_tokens_
 def predicted_load(plan: Plan, cal: Calibration, s: Scenario) -> tuple[LoadResult, str, str]:
     """The load model's answer for one replica (the bound with --ideal), the method used and the regime it
     describes: what `predict` builds its Estimate from, and all a calibration fit needs. A pipeline's replica is
-    `pp` lanes (capacity/plan.py): the load is dealt out over them (`LoadShape.per_lane`), one lane is priced, and
-    its rates count once per busy lane."""
+    `pp` lanes (capacity/plan.py): the load is dealt out over them (`LoadShape.per_lane`), each kind of lane is
+    priced, and the replica's rates are the lanes' sum (latencies their request-weighted mean)."""
     load = parse_load(s.load)
     if plan.pp == 1:
         return lane_load(plan, cal, s, load)
-    value, busy = load.shape.per_lane(load.value, plan.pp)
-    n = None if s.num_requests is None else max(1, -(-s.num_requests // busy))
-    r, method, regime = lane_load(plan, cal, s.model_copy(update={"num_requests": n}), Load(kind=load.kind, value=value))
-    more = {k: getattr(r, k) * busy for k in ("requests_per_s", "output_tokens_per_s", "total_tokens_per_s", "running")}
-    if s.ideal:  # a perfect pipeline spreads a prompt's chunks over all its stages at once
-        more |= {"ttft_s": r.ttft_s / plan.pp, "e2e_latency_s": r.e2e_latency_s - r.ttft_s * (1 - 1 / plan.pp)}
-    share = f"{load.shape.label(value)} per batch" if load.shape.takes_value else "one request at a time"
-    return (replace(r, **more), method,
-            f"{regime}; {busy} of the pipeline's {plan.pp} batches in flight busy, {share}")
+    shares = load.shape.per_lane(load.value, plan.pp)
+    busy = sum(k for _, k in shares)
+    parts = []
+    for value, lanes in shares:
+        n = None if s.num_requests is None else max(1, round(s.num_requests * value / load.value))
+        r, method, regime = lane_load(plan, cal, s.model_copy(update={"num_requests": n}),
+                                      Load(kind=load.kind, value=value))
+        parts.append((pipeline_paced(plan, r, busy, s.ideal), lanes))
+    rates = ("requests_per_s", "output_tokens_per_s", "total_tokens_per_s", "running")
+    total = {k: sum(getattr(r, k) * lanes for r, lanes in parts) for k in rates}
+    weight = [r.requests_per_s * lanes / np.maximum(total["requests_per_s"], 1e-300) for r, lanes in parts]
+    mean = {k: sum(getattr(r, k) * w for (r, _), w in zip(parts, weight))
+            for k in ("ttft_s", "itl_s", "e2e_latency_s", "decode_step_s", "prefill_step_s")}
+    saturated = np.logical_or.reduce([np.asarray(r.saturated) for r, _ in parts])
+    share = (" and ".join(f"{load.shape.label(v)} on {k}" for v, k in shares) if load.shape.takes_value
+             else "one request at a time")
+    return (replace(parts[0][0], **total, **mean, saturated=saturated), method,
+            f"{regime}; {busy} of the pipeline's {plan.pp} batches in flight busy ({share})")
+
+
+def pipeline_paced(plan: Plan, r: LoadResult, busy: int, ideal: bool) -> LoadResult:
+    """One lane's answer with `busy` lanes of a pipeline in flight: a full pipeline advances at its slowest stage's
+    pace (each batch waits for the stage ahead to finish the other batches), so a token takes at least busy × the
+    slowest stage's share of the whole-model step (the stages' weights read per step, `Plan.stage_max_share`). A
+    perfect pipeline (the bound) balances its stages and spreads a prompt's chunks over all of them at once."""
+    if ideal:
+        ttft = r.ttft_s / plan.pp
+        e2e = r.e2e_latency_s - r.ttft_s + ttft
+        more = np.asarray(r.e2e_latency_s) / np.maximum(e2e, 1e-300)  # the load's own limit rises as e2e falls
+        return replace(r, ttft_s=ttft, e2e_latency_s=e2e, requests_per_s=r.requests_per_s * more,
+                       output_tokens_per_s=r.output_tokens_per_s * more, total_tokens_per_s=r.total_tokens_per_s * more)
+    f = max(1.0, busy * plan.stage_max_share)
+    if f == 1.0:
+        return r
+    decode = r.e2e_latency_s - r.ttft_s
+    return replace(r, itl_s=r.itl_s * f, e2e_latency_s=r.ttft_s + decode * f, decode_step_s=r.decode_step_s * f,
+                   requests_per_s=r.requests_per_s / f, output_tokens_per_s=r.output_tokens_per_s / f,
+                   total_tokens_per_s=r.total_tokens_per_s / f)
 
 
 def lane_load(plan: Plan, cal: Calibration, s: Scenario, load: Load) -> tuple[LoadResult, str, str]:
@@ -368,11 +397,12 @@ def request_work_s(plan: Plan, s: Scenario, running: float) -> tuple[float, floa
 
 def predicted_power_w(plan: Plan, s: Scenario, rps_per_replica: float, running: float) -> float | None:
     """Mean power of every GPU of the deployment at this load (capacity/model/power.py); None without a power model or
-    for --ideal (a bound has no power)."""
+    for --ideal (a bound has no power). `running`: sequences in one lane's batch; a pipeline's stage does 1 / pp of
+    each request's work."""
     k = shipped_power()
     if k is None or s.ideal or not rps_per_replica > 0:
         return None
-    m, c = request_work_s(plan, s, running)
+    m, c = (x / plan.pp for x in request_work_s(plan, s, running))
     return float(mean_power_w(plan.gpu.tdp_watts, rps_per_replica, m, c, k)) * s.num_gpus
 
 
@@ -390,8 +420,10 @@ def predict(plan: Plan, cal: Calibration, s: Scenario) -> Estimate:
     ctx = s.isl + s.osl / 2
     prefill_keys = float(attended_tokens_prefill(model, s.isl * (1 - s.prefix_hit_rate), s.isl * s.prefix_hit_rate))
     prefill_bound = bound_of_step(plan.costs, 0, s.isl, s.isl * (1 - s.prefix_hit_rate), prefill_keys)
-    decode_bound = bound_of_step(plan.costs, max(f["running"], 1.0), ctx, 0, 0)
-    step = step_parts(plan.costs, cal.efficiency, max(f["running"], 1.0), ctx, 0.0, 0.0, s.ideal)
+    # one lane's batch (a pipeline keeps several, capacity/plan.py): what a step of it runs
+    lane = f["running"] / (1 if plan.pp == 1 else sum(k for _, k in load.shape.per_lane(load.value, plan.pp)))
+    decode_bound = bound_of_step(plan.costs, max(lane, 1.0), ctx, 0, 0)
+    step = step_parts(plan.costs, cal.efficiency, max(lane, 1.0), ctx, 0.0, 0.0, s.ideal)
     gpu_s, host_s, launch_s = float(step.gpu_s + step.overhead_s), float(step.host_s), float(step.launch_s)
     host_bound = host_s > gpu_s
     launch_bound = launch_s > 0.25 * (max(gpu_s, host_s) + launch_s)  # op-by-op launches are a large share of the step
@@ -404,12 +436,13 @@ def predict(plan: Plan, cal: Calibration, s: Scenario) -> Estimate:
                      f"{(profile.recv_interval_steps - 1) / 2:g} steps more is SGLang's rule read from its code, not "
                      "measured here")
     if host_bound:
-        notes.append(f"decode is host-bound at {f['running']:,.0f} running sequences: the engine's host work "
-                     f"({cal.efficiency.host_token_s * 1e6:.0f} µs per sequence per step, from calibration "
+        notes.append(f"decode is host-bound at {lane:,.0f} running sequences: the engine's host work "
+                     f"({cal.efficiency.host_token_s * plan.pp * 1e6:.0f} µs per sequence per step"
+                     f"{f', one process for all {plan.pp} batches in flight' if plan.pp > 1 else ''}, from calibration "
                      f"{cal.label}) outlasts the GPU step, so a faster GPU would not raise throughput here; "
                      "more replicas would")
     if launch_bound:
-        notes.append(f"decode at {f['running']:,.0f} running sequences is larger than the engine's largest CUDA graph "
+        notes.append(f"decode at {lane:,.0f} running sequences is larger than the engine's largest CUDA graph "
                      f"({profile.max_cudagraph_tokens:,} tokens): launched op by op, it pays {launch_s * 1e3:.0f} ms of "
                      f"launches on top of its work (calibration {cal.label}); larger graphs "
                      "(vLLM --max-cudagraph-capture-size, SGLang --cuda-graph-max-bs) remove that floor")
@@ -429,9 +462,10 @@ def predict(plan: Plan, cal: Calibration, s: Scenario) -> Estimate:
                      f"predictable part of TTFT here{seen}")
     if profile.name == "sglang" and model.moe is not None and cal.efficiency.eager_moe_layer_overhead_s > 0:
         notes.append("the MoE launch floor without CUDA graphs was measured on vLLM, not on SGLang")
-    if method == "simulate" and s.method == "auto" and not s.ideal:
+    lane_value = load.value if plan.pp == 1 else load.shape.per_lane(load.value, plan.pp)[0][0]
+    if method == "simulate" and s.method == "auto" and not s.ideal and simulation_reasons(s, load.kind, lane_value):
         notes.append(f"simulated step by step: the closed forms cannot express the "
-                     f"{' and '.join(simulation_reasons(s, load.kind, load.value))}")
+                     f"{' and '.join(simulation_reasons(s, load.kind, lane_value))}")
     elif method == "closed-form" and closed_form_gaps(s, load.kind) and not s.ideal:
         notes.append(f"closed forms asked for explicitly: the {' and '.join(closed_form_gaps(s, load.kind))} is ignored")
     if cal.extrapolated:
@@ -461,7 +495,7 @@ def predict(plan: Plan, cal: Calibration, s: Scenario) -> Estimate:
         usd_per_million_input_tokens=usd_per_million_tokens(fleet_price, rps * s.isl),
         usd_per_million_output_tokens=usd_per_million_tokens(fleet_price, out_tps),
         usd_per_million_total_tokens=usd_per_million_tokens(fleet_price, tot_tps),
-        **energy_fields(gpu.tdp_watts * s.num_gpus, predicted_power_w(plan, s, f["requests_per_s"], f["running"]),
+        **energy_fields(gpu.tdp_watts * s.num_gpus, predicted_power_w(plan, s, f["requests_per_s"], lane),
                         out_tps, s.price_usd_per_kwh),
         calibration=cal.label, calibration_source=cal.source, intervals=intervals, method="bound" if s.ideal else method,
         regime=regime,

@@ -49,6 +49,8 @@ class Plan:
     lane_max_num_seqs: int | None = None  # one lane's running limit (None: the engine's max_num_seqs)
     stage: ModelArch | None = None  # the pipeline stage with the fewest KV blocks, whose GPU `memory` describes
     pipeline_weight_bytes: float = 0.0  # all stages' weights on their GPUs (pp > 1)
+    stage_max_share: float = 1.0  # the heaviest stage's share of the weights a step reads (pp > 1: ≥ 1 / pp)
+    dp_ranks: int = 1  # attention data parallel: GPUs whose KV pools the blocks pool (a sequence lives on one)
 
     @property
     def lanes(self) -> int:
@@ -74,20 +76,25 @@ class Plan:
         """The layers whose KV one GPU stores: the whole model, or the pipeline stage the KV blocks are sized by."""
         return self.stage or self.model
 
+    def _fit(self, context) -> np.ndarray:
+        """Sequences of `context` tokens the lane's KV blocks hold: whole sequences per attention-DP rank."""
+        per_rank = replace(self.lane_blocks, num_blocks=self.lane_blocks.num_blocks // self.dp_ranks)
+        return max_sequences(self.kv_model, context, per_rank, self.profile.block_size_tokens) * self.dp_ranks
+
     def max_concurrent(self, context) -> np.ndarray | int:
         """Sequences of `context` tokens one lane holds at once: KV room, capped by its running limit."""
-        fit = max_sequences(self.kv_model, context, self.lane_blocks, self.profile.block_size_tokens)
+        fit = self._fit(context)
         out = np.minimum(fit, self.max_num_seqs)
         return int(out) if np.ndim(out) == 0 else out
 
     def max_running(self, isl, osl) -> np.ndarray:
         """Sequences that run at once in steady state: a running sequence holds isl + osl/2 tokens on average."""
         mean_ctx = np.asarray(isl, dtype=float) + np.asarray(osl, dtype=float) / 2
-        fit = max_sequences(self.kv_model, mean_ctx, self.lane_blocks, self.profile.block_size_tokens)
+        fit = self._fit(mean_ctx)
         return np.maximum(np.minimum(fit, self.max_num_seqs), 1.0)
 
 
-def _check_layout(m: ModelArch, gpu: Gpu, num_gpus: int, tp: int, pp: int = 1) -> list[str]:
+def _check_layout(m: ModelArch, gpu: Gpu, num_gpus: int, tp: int, pp: int = 1, attention_dp: bool = False) -> list[str]:
     notes = []
     if num_gpus % (tp * pp):
         raise WorkloadError(f"num_gpus ({num_gpus}) must be a multiple of tp × pp ({tp} × {pp})" if pp > 1 else
@@ -96,7 +103,7 @@ def _check_layout(m: ModelArch, gpu: Gpu, num_gpus: int, tp: int, pp: int = 1) -
         raise WorkloadError(f"pp={pp} is more pipeline stages than the model's {m.num_layers} layers")
     if m.num_heads % tp:
         raise WorkloadError(f"tp={tp} does not divide the model's {m.num_heads} attention heads")
-    if tp > m.num_kv_heads and m.mla is None:
+    if tp > m.num_kv_heads and m.mla is None and not attention_dp:
         notes.append(f"tp={tp} > {m.num_kv_heads} KV heads: KV heads are replicated, each GPU stores a full head")
     if tp * pp > gpu.scale_up_domain_size:
         notes.append(f"tp={tp} spans more than one {gpu.scale_up_domain_size}-GPU {gpu.interconnect_name} domain: "
@@ -119,7 +126,7 @@ def make_plan(m: ModelArch, gpu: Gpu, precision: str, kv_precision: str, profile
     parallel over the tp GPUs (TensorRT-LLM's DEP, SGLang's --enable-dp-attention): attention weights whole on every
     GPU, each GPU the whole KV of its own sequences (no replicated heads or MLA latent), the MLPs and experts split as
     tp and ep say; priced as the replica's batch spread evenly over its GPUs."""
-    notes = _check_layout(m, gpu, num_gpus, tp, pp)
+    notes = _check_layout(m, gpu, num_gpus, tp, pp, attention_dp)
     if attention_dp and (tp == 1 or draft is not None):
         raise WorkloadError("attention_dp spreads attention over the tp GPUs of a replica: it needs tp > 1, and is not "
                             "modelled with a draft model")
@@ -136,7 +143,7 @@ def make_plan(m: ModelArch, gpu: Gpu, precision: str, kv_precision: str, profile
         w = replace(w, attention=weight_bytes(m, fmt, 1, ep).attention)
     w_draft = weight_bytes(draft, "bf16", tp, 1) if draft is not None else None
     draft_kv = kv_bytes_per_token(draft, kv_b, tp) if draft is not None else 0.0
-    stage, stage_w = None, 0.0
+    stage, stage_w, stage_share = None, 0.0, 1.0
     if pp == 1:
         mem = plan_memory(m, gpu.usable_memory_bytes, w.total + (w_draft.total if w_draft else 0.0), kv_b, profile, tp,
                           max_model_len, extra_kv_bytes_per_token=draft_kv, attention_dp=attention_dp)
@@ -146,10 +153,13 @@ def make_plan(m: ModelArch, gpu: Gpu, precision: str, kv_precision: str, profile
                  for s, ws in zip(stage_models(m, pp), per_stage)]
         mem, stage = min(plans, key=lambda x: x[0].num_blocks)
         stage_w = sum(per_stage) * tp
+        read = [ws - (w.embedding if i == 0 else 0.0) for i, ws in enumerate(per_stage)]  # the table is looked up
+        stage_share = max(read) / sum(read)
     kv_m = stage or m
     need_ctx = max(context, max_model_len or 0)
     per_seq_blocks = float(blocks_per_sequence(kv_m, need_ctx, mem, profile.block_size_tokens))
-    if mem.kv_cache_bytes <= 0 or mem.num_blocks < per_seq_blocks:
+    ranks = tp if attention_dp else 1  # under attention DP a sequence's KV lives on one GPU
+    if mem.kv_cache_bytes <= 0 or mem.num_blocks // ranks < per_seq_blocks:
         where = f"{num_gpus // (tp * pp) if num_gpus >= tp * pp else 1}×{tp} {gpu.id}" + (f" × {pp} stages" if pp > 1 else "")
         fewest = "" if pp == 1 else f" on its tightest stage ({kv_m.num_layers} layers)"
         raise DoesNotFitError(
@@ -157,7 +167,7 @@ def make_plan(m: ModelArch, gpu: Gpu, precision: str, kv_precision: str, profile
             f"weights {mem.weight_bytes / GB:.1f} GB + activations {mem.activation_bytes / GB:.1f} GB + overhead "
             f"{(mem.non_torch_bytes + mem.cuda_graph_bytes) / GB:.1f} GB leave "
             f"{max(mem.kv_cache_bytes, 0) / GB:.2f} GB of the {mem.budget_bytes / GB:.1f} GB budget for KV cache, "
-            f"{mem.num_blocks:,} blocks of {profile.block_size_tokens} tokens{fewest}; one request of {need_ctx:,} tokens "
+            f"{mem.num_blocks // ranks:,} blocks of {profile.block_size_tokens} tokens{fewest}; one request of {need_ctx:,} tokens "
             f"needs {per_seq_blocks:,.0f}. "
             f"Try more GPUs (tp{', pp' if pp > 1 else ''}), a lower precision, fp8 KV cache or shorter sequences")
     # 0 = no CUDA graphs (--enforce-eager): every step is launched op by op
@@ -172,14 +182,12 @@ def make_plan(m: ModelArch, gpu: Gpu, precision: str, kv_precision: str, profile
                      "of its own sequences; priced as the batch spread evenly over them (a lone prompt's attention "
                      "runs on one GPU); not measured here")
     if pp > 1:
-        lane_need = float(blocks_per_sequence(kv_m, context, mem, profile.block_size_tokens))
-        if mem.num_blocks // pp < lane_need:
-            raise DoesNotFitError(f"{m.name} ({fmt}) on {pp} pipeline stages: each of the {pp} batches in flight holds "
-                                  f"1/{pp} of the {mem.num_blocks:,} KV blocks, fewer than one request of {context:,} "
-                                  f"tokens needs ({lane_need:,.0f}). Try fewer stages (more tp), fp8 KV cache or "
-                                  "shorter sequences")
+        # the batches in flight share one pool: each is priced with 1 / pp of it, and at least one request's blocks
+        lane_need = int(np.ceil(float(blocks_per_sequence(kv_m, context, mem, profile.block_size_tokens)))) * ranks
+        lane_blocks = max(mem.num_blocks // pp, min(lane_need, mem.num_blocks))
         costs = replace(costs, pp=pp)
-        lane_mem = replace(mem, num_blocks=mem.num_blocks // pp, kv_capacity_tokens=mem.kv_capacity_tokens // pp)
+        lane_mem = replace(mem, num_blocks=lane_blocks,
+                           kv_capacity_tokens=int(mem.kv_capacity_tokens * lane_blocks / max(mem.num_blocks, 1)))
         lane_seqs = profile.lane_running_limit(pp, tp if attention_dp else 1)
         notes.append(f"pipeline of {pp} stages of {tp} GPU{'s' if tp > 1 else ''}: {pp} batches in flight, each priced as "
                      "the whole model's step on one stage's GPUs plus the stage-to-stage sends; not measured here")
@@ -191,4 +199,4 @@ def make_plan(m: ModelArch, gpu: Gpu, precision: str, kv_precision: str, profile
                 count_params(m).total, active_params_per_token(m),
                 kv_bytes_per_token(m, kv_b, 1) + (kv_bytes_per_token(draft, kv_b, 1) if draft is not None else 0.0),
                 tuple(notes), pp=pp, lane_memory=lane_mem, lane_max_num_seqs=lane_seqs, stage=stage,
-                pipeline_weight_bytes=stage_w)
+                pipeline_weight_bytes=stage_w, stage_max_share=stage_share, dp_ranks=ranks)

@@ -27,14 +27,18 @@ class SizingOption(BaseModel):
 
 
 def max_rate_within_slo(plan, cal, s: Scenario, ttft_slo_s: float, itl_slo_s: float, points: int = 400):
+    """The highest arrival rate one replica takes within the objectives, with its TTFT and ITL there. A pipeline's
+    replica is pp lanes, all busy at such rates, paced by its slowest stage (capacity.estimate.pipeline_paced)."""
     cap = run_load(plan, cal, s, s.isl, s.osl, "burst", 10**6)
     rates = np.linspace(0.0, 1.0, points + 1)[1:] * float(cap.requests_per_s)
     r = run_load(plan, cal, s, s.isl, s.osl, "rate", rates)
-    ok = (r.ttft_s <= ttft_slo_s) & (r.itl_s <= itl_slo_s) & ~np.asarray(r.saturated, dtype=bool)
+    pace = max(1.0, plan.pp * plan.stage_max_share) if plan.pp > 1 else 1.0
+    itl = np.asarray(r.itl_s) * pace
+    ok = (r.ttft_s <= ttft_slo_s) & (itl <= itl_slo_s) & ~np.asarray(r.saturated, dtype=bool)
     if not ok.any():
         return 0.0, None, None
     i = int(np.flatnonzero(ok)[-1])
-    return float(rates[i]), float(r.ttft_s[i]), float(r.itl_s[i])
+    return float(rates[i]) * plan.pp / pace, float(r.ttft_s[i]), float(itl[i])
 
 
 def size(s: Scenario, target_rps: float, ttft_slo_s: float, itl_slo_s: float, tps: list[int]) -> list[SizingOption]:
@@ -47,7 +51,7 @@ def size(s: Scenario, target_rps: float, ttft_slo_s: float, itl_slo_s: float, tp
     price = s.price_usd_per_gpu_hour or gpu.price_usd_per_gpu_hour
     options = []
     for tp in tps:
-        sc = s.model_copy(update={"tp": tp, "num_gpus": tp})
+        sc = s.model_copy(update={"tp": tp, "num_gpus": tp * s.pp})
         try:
             plan = plan_for(sc)  # the same plan and calibration `capacity estimate` would use at this TP
         except CapacityError as exc:
@@ -60,8 +64,8 @@ def size(s: Scenario, target_rps: float, ttft_slo_s: float, itl_slo_s: float, tp
             continue
         replicas = math.ceil(target_rps / rate)
         options.append(SizingOption(tp=tp, fits=True, max_rps_per_replica=rate, ttft_s_at_max=ttft, itl_s_at_max=itl,
-                                    replicas=replicas, num_gpus=replicas * tp,
-                                    usd_per_hour=price * replicas * tp if price else None))
+                                    replicas=replicas, num_gpus=replicas * tp * s.pp,
+                                    usd_per_hour=price * replicas * tp * s.pp if price else None))
     return options
 
 

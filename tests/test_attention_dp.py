@@ -73,5 +73,7 @@ def test_attention_dp_and_a_pipeline_combine():
 def test_sglang_reads_and_writes_its_dp_attention_switch():
     table = engine("sglang").flags
     assert table.scenario(["--tp-size", "8", "--enable-dp-attention"])["attention_dp"] is True
-    assert "--enable-dp-attention" in table.argv(table.options_for({"tp": 8, "attention_dp": True}))
+    argv = table.argv(table.options_for({"tp": 8, "attention_dp": True, "replicas": 2}))
+    assert "--enable-dp-attention" in argv and argv[argv.index("--dp-size") + 1] == "8"  # the attention's DP size
+    assert "data_parallel_size" not in table.scenario(argv)
     assert "--enable-dp-attention" not in table.argv(table.options_for({"tp": 8}))

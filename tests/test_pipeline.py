@@ -137,3 +137,39 @@ def test_the_cli_takes_pp_and_says_so_in_json():
     assert r.returncode == 0, r.stderr
     e = json.loads(r.stdout)
     assert e["pp"] == 2 and e["replicas"] == 1
+
+
+@pytest.mark.parametrize("load, running", [("concurrency:3", 3), ("burst:5", 5), ("concurrency:8", 8)])
+def test_uneven_loads_are_dealt_in_whole_shares(load, running):
+    e = estimate(Scenario(model="Qwen/Qwen3-8B", num_gpus=3, pp=3, load=load, isl=1024, osl=256))
+    assert e.running_requests == pytest.approx(running, rel=0.02)
+
+
+def test_a_full_pipeline_goes_at_its_slowest_stages_pace():
+    """Qwen3-8B's LM head (1.2 GB of 16 GB in BF16) sits on the last stage: at pp 8 that stage reads ~1.5× the mean."""
+    p = plan_for(Scenario(model="Qwen/Qwen3-8B", num_gpus=8, pp=8))
+    assert p.stage_max_share * 8 > 1.3
+    full = estimate(Scenario(model="Qwen/Qwen3-8B", num_gpus=8, pp=8, load="concurrency:64", isl=1024, osl=256))
+    one = estimate(Scenario(model="Qwen/Qwen3-8B", num_gpus=8, pp=8, load="sync", isl=1024, osl=256))
+    assert full.itl_s > 1.3 * one.itl_s
+
+
+def test_power_counts_each_stage_doing_its_share():
+    one = estimate(Scenario(model="Qwen/Qwen3-8B", load="sync"))
+    pipe = estimate(Scenario(model="Qwen/Qwen3-8B", num_gpus=4, pp=4, load="sync"))
+    if one.power_w is not None:
+        assert pipe.power_w / 4 < one.power_w
+
+
+def test_sizing_counts_the_stages_gpus():
+    from capacity.sizing import size
+
+    s = Scenario(model="meta-llama/Llama-3.3-70B-Instruct", gpu="h200-sxm", precision="fp8", pp=2, isl=1024, osl=256)
+    opt = size(s, 20.0, 2.0, 0.1, [1])[0]
+    assert opt.fits and opt.num_gpus == opt.replicas * 2
+
+
+def test_simulate_with_pp_is_one_line_exit_2():
+    r = subprocess.run([sys.executable, "-m", "capacity.cli", "simulate", "--pp", "2", "--num-gpus", "2"],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2 and "--pp" in r.stderr and "Traceback" not in r.stderr

@@ -188,6 +188,8 @@ class FlagTable:
                 out.update(r.read(text))
         if out.get("pp", 1) > 1:  # a replica is tp × pp GPUs
             out["num_gpus"] = out.get("tp", 1) * out["pp"]
+        if out.get("attention_dp"):  # the data-parallel size is the attention's, not replicas
+            out.pop("data_parallel_size", None)
         return out
 
 

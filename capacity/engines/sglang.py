@@ -95,8 +95,12 @@ FLAGS = FlagTable((
          read=tensor_parallel, write=lambda s: s.get("tp"), aliases=("--tensor-parallel-size", "--tp")),
     Flag("pipeline_parallel_size", "--pp-size", "pipeline stages of tensor-parallel GPUs each",
          read=pipeline_parallel, write=pipeline_stages, aliases=("--pipeline-parallel-size", "--pp")),
-    Flag("data_parallel_size", "--dp-size", "replicas behind one router", aliases=("--data-parallel-size", "--dp"),
-         read=data_parallel, write=lambda s: s.get("replicas") if (s.get("replicas") or 1) > 1 else None),
+    # with --enable-dp-attention the DP size is the attention's, over the TP GPUs (SGLang's docs: --tp N --dp N
+    # --enable-dp-attention); without it, replicas behind SGLang's router
+    Flag("data_parallel_size", "--dp-size", "replicas behind one router, or the attention-DP size",
+         aliases=("--data-parallel-size", "--dp"), read=data_parallel,
+         write=lambda s: s.get("tp") if s.get("attention_dp") else (
+             s.get("replicas") if (s.get("replicas") or 1) > 1 else None)),
     Flag("attention_dp", "--enable-dp-attention", "attention data parallel over the TP GPUs",
          read=attention_dp_switch, write=lambda s: bool(s.get("attention_dp")), switch=True),
     Flag("expert_parallel_size", "--ep-size", "GPUs the MoE experts are sharded over",

@@ -79,16 +79,18 @@ class LoadShape:
     def regime_at(self, value: float) -> str:
         return self.regime
 
-    def per_lane(self, value: float, lanes: int) -> tuple[float, int]:
-        """(the value one lane sees, lanes busy) when an engine runs `lanes` batches side by side (a pipeline's
-        batches in flight, capacity/plan.Plan.lanes): clients or requests dealt out evenly
-        (each lane the nearest whole share), no lane given less than one; a kind without a value (sync) keeps one lane busy."""
+    def per_lane(self, value: float, lanes: int) -> tuple[tuple[float, int], ...]:
+        """((the value a lane sees, lanes that see it), ...) when an engine runs `lanes` batches side by side (a
+        pipeline's batches in flight, capacity/plan.Plan.lanes): clients or requests dealt out as evenly as whole
+        numbers go (7 over 2 lanes: one lane of 4 and one of 3), a rate split evenly, and a kind without a value
+        (sync) keeping one lane busy. The values add up to `value`."""
         if not self.takes_value:
-            return value, 1
+            return ((value, 1),)
         if not self.whole:
-            return value / max(int(lanes), 1), max(int(lanes), 1)
+            return ((value / max(int(lanes), 1), max(int(lanes), 1)),)
         busy = max(1, min(int(lanes), int(value)))
-        return float(max(1, int(value / busy + 0.5))), busy  # a whole share per lane (nearest)
+        q, r = divmod(int(value), busy)
+        return tuple((float(v), k) for v, k in ((q + 1, r), (q, busy - r)) if k > 0)
 
     # ------------------------------------------------------------------ the model's half
     def simulated_requests(self, value: float, num_requests: int | None) -> int:
