@@ -273,7 +273,8 @@ def test_run_killed_mid_sweep_keeps_points_and_resumes(vllm_python: str, tmp_pat
     assert rerun.stderr.count("(kept from an earlier run)") == 2
     points = jsonl(out / "points.jsonl")
     assert [p["load"] for p in points][:2] == ["sync", "burst:32"] and len(points) == 4
-    assert all(p["failed"] == 0 and p["completed"] > 0 and p["osl"] == 16 for p in points)
+    assert all(p["failed"] == 0 and p["completed"] > 0 and p["osl"] == 16 for p in points), [
+        (p["load"], p["completed"], p["failed"], p.get("errors", [])[:3]) for p in points]  # what failed, if any
     meta = json.loads((out / "metadata.json").read_text())
     assert meta["engine_version"] == "0.32.0" and meta["engine_facts"]["kv_cache_tokens"] == 1_048_576
     assert meta["model_id"] == "tiny-wordlevel" and meta["served_model_name"] == "tiny-wordlevel"
