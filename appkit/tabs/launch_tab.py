@@ -26,7 +26,9 @@ def launch_tab(s: Scenario, h: Headline, ttft_slo: float, itl_slo: float, target
                           precision=s.precision,
                           kv_precision=s.kv_precision, max_model_len=-(-(s.isl + s.osl) // 1024) * 1024,
                           gpu_memory_bytes=memory,
-                          large_moe_graphs=cached.is_moe(s.model) and h.max_concurrent_users > graph_tokens * h.replicas)
+                          # per batch the engine runs: a replica's, or each of a pipeline's stages'
+                          large_moe_graphs=cached.is_moe(s.model)
+                          and h.max_concurrent_users > graph_tokens * h.replicas * s.pp)
     st.markdown(f"Commands that start this configuration ({layout_text(s)}, max model length {cfg.max_model_len:,} "
                 f"tokens: the request's {s.isl + s.osl:,} rounded up to a multiple of 1,024). "
                 "Measure it with `validate sweep` or `vllm bench serve` and upload the result in *Measured vs predicted*.")
