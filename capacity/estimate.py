@@ -340,7 +340,7 @@ def pipeline_paced(plan: Plan, r: LoadResult, busy: int, ideal: bool) -> LoadRes
         more = np.asarray(r.e2e_latency_s) / np.maximum(e2e, 1e-300)  # the load's own limit rises as e2e falls
         return replace(r, ttft_s=ttft, e2e_latency_s=e2e, requests_per_s=r.requests_per_s * more,
                        output_tokens_per_s=r.output_tokens_per_s * more, total_tokens_per_s=r.total_tokens_per_s * more)
-    f = max(1.0, busy * plan.stage_max_share)
+    f = plan.pipeline_pace(busy)
     if f == 1.0:
         return r
     decode = r.e2e_latency_s - r.ttft_s
@@ -421,7 +421,8 @@ def predict(plan: Plan, cal: Calibration, s: Scenario) -> Estimate:
     prefill_keys = float(attended_tokens_prefill(model, s.isl * (1 - s.prefix_hit_rate), s.isl * s.prefix_hit_rate))
     prefill_bound = bound_of_step(plan.costs, 0, s.isl, s.isl * (1 - s.prefix_hit_rate), prefill_keys)
     # one lane's batch (a pipeline keeps several, capacity/plan.py): what a step of it runs
-    lane = f["running"] / (1 if plan.pp == 1 else sum(k for _, k in load.shape.per_lane(load.value, plan.pp)))
+    shares = load.shape.per_lane(load.value, plan.pp)  # ((value, lanes), ...); pp = 1: the load itself on one lane
+    lane = f["running"] / sum(k for _, k in shares)
     decode_bound = bound_of_step(plan.costs, max(lane, 1.0), ctx, 0, 0)
     step = step_parts(plan.costs, cal.efficiency, max(lane, 1.0), ctx, 0.0, 0.0, s.ideal)
     gpu_s, host_s, launch_s = float(step.gpu_s + step.overhead_s), float(step.host_s), float(step.launch_s)
@@ -462,10 +463,9 @@ def predict(plan: Plan, cal: Calibration, s: Scenario) -> Estimate:
                      f"predictable part of TTFT here{seen}")
     if profile.name == "sglang" and model.moe is not None and cal.efficiency.eager_moe_layer_overhead_s > 0:
         notes.append("the MoE launch floor without CUDA graphs was measured on vLLM, not on SGLang")
-    lane_value = load.value if plan.pp == 1 else load.shape.per_lane(load.value, plan.pp)[0][0]
-    if method == "simulate" and s.method == "auto" and not s.ideal and simulation_reasons(s, load.kind, lane_value):
-        notes.append(f"simulated step by step: the closed forms cannot express the "
-                     f"{' and '.join(simulation_reasons(s, load.kind, lane_value))}")
+    reasons = simulation_reasons(s, load.kind, shares[0][0])  # what the lane's load asks of the closed forms
+    if method == "simulate" and s.method == "auto" and not s.ideal and reasons:
+        notes.append(f"simulated step by step: the closed forms cannot express the {' and '.join(reasons)}")
     elif method == "closed-form" and closed_form_gaps(s, load.kind) and not s.ideal:
         notes.append(f"closed forms asked for explicitly: the {' and '.join(closed_form_gaps(s, load.kind))} is ignored")
     if cal.extrapolated:

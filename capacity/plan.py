@@ -71,6 +71,12 @@ class Plan:
         """Weights of one replica, all its GPUs."""
         return self.memory.weight_bytes * self.tp if self.pp == 1 else self.pipeline_weight_bytes
 
+    def pipeline_pace(self, busy: int) -> float:
+        """How much slower than a whole-model step a token goes with `busy` of the pipeline's batches in flight: each
+        batch waits for the stage ahead to finish the others, so at least busy × the heaviest stage's share (1: no
+        pipeline, or too few batches to queue behind that stage)."""
+        return max(1.0, busy * self.stage_max_share) if self.pp > 1 else 1.0
+
     @property
     def kv_model(self) -> ModelArch:
         """The layers whose KV one GPU stores: the whole model, or the pipeline stage the KV blocks are sized by."""
@@ -174,10 +180,9 @@ def make_plan(m: ModelArch, gpu: Gpu, precision: str, kv_precision: str, profile
     costs: StepCosts = build_costs(m, w, gpu, cp, kv_b, tp, ep, profile.max_cudagraph_tokens,
                                    profile.async_scheduling, profile.exposed_step_host_s,
                                    profile.max_prefill_graph_tokens, fmt)
-    lane_mem, lane_seqs = None, None
+    lane_mem, lane_seqs = None, profile.lane_running_limit(pp, ranks)
     if attention_dp:  # each GPU reads the whole KV of its 1/tp of the batch: per GPU, 1/tp of a token's whole KV
         costs = replace(costs, kv_bytes_per_token_layer=mem.kv_bytes_per_token_layer / tp)
-        lane_seqs = profile.lane_running_limit(1, tp)
         notes.append(f"attention data parallel over {tp} GPUs: attention weights whole on each, each GPU the whole KV "
                      "of its own sequences; priced as the batch spread evenly over them (a lone prompt's attention "
                      "runs on one GPU); not measured here")
@@ -188,7 +193,6 @@ def make_plan(m: ModelArch, gpu: Gpu, precision: str, kv_precision: str, profile
         costs = replace(costs, pp=pp)
         lane_mem = replace(mem, num_blocks=lane_blocks,
                            kv_capacity_tokens=int(mem.kv_capacity_tokens * lane_blocks / max(mem.num_blocks, 1)))
-        lane_seqs = profile.lane_running_limit(pp, tp if attention_dp else 1)
         notes.append(f"pipeline of {pp} stages of {tp} GPU{'s' if tp > 1 else ''}: {pp} batches in flight, each priced as "
                      "the whole model's step on one stage's GPUs plus the stage-to-stage sends; not measured here")
     if draft is not None:

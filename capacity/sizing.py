@@ -32,7 +32,7 @@ def max_rate_within_slo(plan, cal, s: Scenario, ttft_slo_s: float, itl_slo_s: fl
     cap = run_load(plan, cal, s, s.isl, s.osl, "burst", 10**6)
     rates = np.linspace(0.0, 1.0, points + 1)[1:] * float(cap.requests_per_s)
     r = run_load(plan, cal, s, s.isl, s.osl, "rate", rates)
-    pace = max(1.0, plan.pp * plan.stage_max_share) if plan.pp > 1 else 1.0
+    pace = plan.pipeline_pace(plan.pp)
     itl = np.asarray(r.itl_s) * pace
     ok = (r.ttft_s <= ttft_slo_s) & (itl <= itl_slo_s) & ~np.asarray(r.saturated, dtype=bool)
     if not ok.any():

@@ -24,7 +24,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from capacity.engines.base import Engine, EngineProfile, Flag, FlagTable
-from capacity.engines.flags import (attention_dp_switch, data_parallel, pipeline_parallel, pipeline_stages, expert_parallel_size, graphs_off, graphs_to, kv_fp8, limit, precision_fp8,
+from capacity.engines.flags import (attention_dp_switch, data_parallel, expert_parallel_size, graphs_off, graphs_to,
+                                    kv_fp8, limit, pipeline_parallel, pipeline_stages, precision_fp8,
                                     precision_from_quantization, tensor_parallel)
 
 MiB = 2**20

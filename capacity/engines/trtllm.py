@@ -26,7 +26,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from capacity.engines.base import Engine, EngineProfile, Flag, FlagTable
-from capacity.engines.flags import pipeline_parallel, pipeline_stages, expert_parallel_size, limit, tensor_parallel
+from capacity.engines.flags import expert_parallel_size, limit, pipeline_parallel, pipeline_stages, tensor_parallel
 
 PROFILE = EngineProfile(
     name="trtllm",

@@ -15,8 +15,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from capacity.engines.base import Engine, EngineProfile, Flag, FlagTable
-from capacity.engines.flags import (data_parallel, pipeline_parallel, pipeline_stages, expert_parallel_switch, graphs_off, graphs_to, kv_fp8, limit, precision_fp8,
-                                    precision_from_quantization, speculative_config, tensor_parallel)
+from capacity.engines.flags import (data_parallel, expert_parallel_switch, graphs_off, graphs_to, kv_fp8, limit,
+                                    pipeline_parallel, pipeline_stages, precision_fp8, precision_from_quantization,
+                                    speculative_config, tensor_parallel)
 
 GiB = 2**30
 MAX_NUM_SEQS = 1024

@@ -71,8 +71,9 @@ class Stepper:
         else:
             per_token = fixed = 0.0
         if c.pp > 1:  # the stage-to-stage sends (steptime.pipeline_hops_s), latency and bytes per token apart
-            fixed += float(pipeline_hops_s(c, eff, 0.0))
-            per_token += float(pipeline_hops_s(c, eff, 1.0)) - float(pipeline_hops_s(c, eff, 0.0))
+            latency = float(pipeline_hops_s(c, eff, 0.0))
+            fixed += latency
+            per_token += float(pipeline_hops_s(c, eff, 1.0)) - latency
         host = host_token_s(c, eff)
         return cls(
             costs=c, ideal=ideal,
