@@ -14,7 +14,7 @@ from capacity.errors import CapacityError
 from capacity.model.formulas import compiled
 from capacity.hardware import load_gpu
 from capacity.model.kv import attended_tokens_prefill
-from capacity.estimate import calibration_for, plan_for, run_load, simulated_load, simulation_reasons
+from capacity.estimate import calibration_for, pipeline_paced, plan_for, run_load, simulated_load, simulation_reasons
 from capacity.sizing import max_rate_within_slo, size
 from capacity.model.steptime import step_parts
 
@@ -149,8 +149,9 @@ def load_curve(s: Scenario, points: int = 40) -> pd.DataFrame:
     cal = calibration_for(s, plan)
     cap = max(int(plan.max_concurrent(s.isl + s.osl)), 1)
     users = np.unique(np.round(np.geomspace(1, max(2 * cap, 2), points)))
-    r = run_load(plan, cal, s, float(s.isl), float(s.osl), "concurrency", users)
     reps = plan.lanes  # C users per batch the engine runs side by side: a replica, or each of a pipeline's stages
+    # every lane holds C >= 1 users, so a pipeline runs full: at its slowest stage's pace, as the estimate prices it
+    r = pipeline_paced(plan, run_load(plan, cal, s, float(s.isl), float(s.osl), "concurrency", users), reps, s.ideal)
     price = s.price_usd_per_gpu_hour or plan.gpu.price_usd_per_gpu_hour
     usd = compiled("usd_per_million_tokens")
     out_tps = np.asarray(r.output_tokens_per_s) * reps
@@ -186,7 +187,7 @@ def simulated_curve(s: Scenario, points: int = SIMULATED_CURVE_POINTS) -> pd.Dat
     for u in users:
         if not simulation_reasons(endless, "concurrency", float(u)):  # the estimate keeps these closed-form
             continue
-        r, _ = simulated_load(plan, cal, s, "concurrency", float(u))
+        r = pipeline_paced(plan, simulated_load(plan, cal, s, "concurrency", float(u))[0], plan.lanes, s.ideal)
         rows.append({"concurrency": u * plan.lanes, "requests_per_s": float(r.requests_per_s) * plan.lanes,
                      "output_tokens_per_s": float(r.output_tokens_per_s) * plan.lanes,
                      "ttft_s": float(r.ttft_s), "itl_s": float(r.itl_s)})

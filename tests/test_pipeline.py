@@ -173,3 +173,16 @@ def test_simulate_with_pp_is_one_line_exit_2():
     r = subprocess.run([sys.executable, "-m", "capacity.cli", "simulate", "--pp", "2", "--num-gpus", "2"],
                        capture_output=True, text=True, timeout=120)
     assert r.returncode == 2 and "--pp" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_the_apps_load_curve_goes_at_the_pipelines_pace_as_the_estimate_does():
+    """The app's concurrency curve and `capacity estimate` give one answer for a full pipeline (64 users over 8
+    batches in flight, the closed forms): the curve once priced the lanes without the slowest stage's pace."""
+    from appkit.compute import load_curve
+
+    s = Scenario(model="Qwen/Qwen3-8B", num_gpus=8, pp=8, isl=1024, osl=256, method="closed-form")
+    curve = load_curve(s, points=60)
+    row = curve.iloc[(curve["concurrency"] - 64).abs().argmin()]
+    e = estimate(s.model_copy(update={"load": f"concurrency:{int(row['concurrency'])}"}))
+    assert row["itl_s"] == pytest.approx(e.itl_s, rel=1e-6)
+    assert row["requests_per_s"] == pytest.approx(e.requests_per_s, rel=1e-6)
