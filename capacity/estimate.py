@@ -210,7 +210,8 @@ def load_context(plan: Plan, cal: Calibration, s: Scenario, isl, osl) -> LoadCon
                   full if reserve else np.asarray(plan.max_concurrent(np.asarray(isl)), dtype=float))
     budget = plan.profile.max_num_scheduled_tokens or plan.profile.max_num_batched_tokens
     return LoadContext(plan.costs, cal.efficiency, budget, slots, s.ideal,
-                       extras_of(s), plan.profile.mixed_prefill, plan.profile.recv_interval_steps)
+                       extras_of(s), plan.profile.mixed_prefill, plan.profile.recv_interval_steps,
+                       0 if s.ideal else plan.profile.steps_scheduled_ahead)
 
 
 def run_load(plan: Plan, cal: Calibration, s: Scenario, isl, osl, load_kind: str, value) -> LoadResult:

@@ -134,6 +134,7 @@ def reference_simulate(engine: EngineContext, traffic: Traffic, isl: int, osl: i
     steps = preemptions = max_running = finished = stalled = 0
     every = engine.recv_interval_steps
     reads = every  # arrivals are read when this reaches `every` (or when nothing runs); +1 per decode-only step
+    last_start = last_end = -np.inf  # the last step's start and end (async scheduling: arrivals seen a step late)
 
     def finish(i, t_emit):
         nonlocal finished
@@ -152,7 +153,8 @@ def reference_simulate(engine: EngineContext, traffic: Traffic, isl: int, osl: i
             front.flush(arrivals)
         if reads >= every or not running:
             reads = 0
-            while arrivals and arrivals[0][0] <= t:
+            seen = last_start if engine.steps_ahead and running and t == last_end else t
+            while arrivals and arrivals[0][0] <= seen:
                 waiting.append(heapq.heappop(arrivals)[1])
         if not running and not waiting:
             if next_arrival() == np.inf:
@@ -199,7 +201,9 @@ def reference_simulate(engine: EngineContext, traffic: Traffic, isl: int, osl: i
         dt = st.time_s(d, keys, float(p), sum(k * st.prefill_keys(k, done[i]) for i, k in chunks) / p if p else 0.0)
         max_running = max(max_running, len(running))
         run_time += dt * len(running)
+        last_start = t
         t += dt
+        last_end = t
         busy += dt
         steps += 1
         for i in dec:

@@ -83,6 +83,13 @@ class EngineProfile(BaseModel):
                                          "rank (TensorRT-LLM's max_batch_size, vLLM's engine per DP rank); False: the "
                                          "replica's running requests together")
 
+    @property
+    def steps_scheduled_ahead(self) -> int:
+        """Steps a busy engine has already scheduled when a new request arrives: with async scheduling the CPU
+        schedules step n + 1 as step n starts, so an arrival during step n is first seen for step n + 2 (one step
+        later than a synchronous scheduler); without it, none."""
+        return self.in_flight_batches - 1 if self.async_scheduling else 0
+
     def lane_running_limit(self, pp: int = 1, dp_ranks: int = 1) -> int:
         """The running limit of one of the pp batches a pipeline keeps in flight, with attention data parallel over
         `dp_ranks` GPUs (1: none)."""

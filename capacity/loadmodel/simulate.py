@@ -128,6 +128,7 @@ class EngineContext:
     spec_draft_tokens: int = 0  # speculative decoding: k drafts verified per decoding sequence and step
     spec_acceptance: float = 0.0  # the chance that each draft is accepted (the first rejection ends the run)
     recv_interval_steps: int = 1  # new arrivals are read every this many decode steps while a batch runs (SGLang)
+    steps_ahead: int = 0  # EngineProfile.steps_scheduled_ahead (0 or 1): an arrival to a busy engine is seen a step late
 
     @classmethod
     def build(cls, plan: Plan, eff: Efficiency, ideal: bool, max_context: int, prefix_hit_rate: float = 0.0,
@@ -153,7 +154,8 @@ class EngineContext:
                    int(min(plan.max_num_seqs, 10**9)), int(plan.lane_blocks.num_blocks), table, prof.mixed_prefill,
                    0.0 if ideal else eff.request_overhead_s, 0.0 if ideal else eff.admission_s, prefix_hit_rate,
                    prof.block_size_tokens, prof.reserve_output_at_admission and not ideal, k,
-                   float(spec_acceptance) if k else 0.0, 1 if ideal else prof.recv_interval_steps)
+                   float(spec_acceptance) if k else 0.0, 1 if ideal else prof.recv_interval_steps,
+                   0 if ideal else prof.steps_scheduled_ahead)
 
 
 @dataclass(frozen=True)
@@ -552,6 +554,10 @@ def simulate(engine: EngineContext, traffic: Traffic, isl: int, osl: int) -> Sim
     stalled = 0  # steps in a row that preempted and sampled no token
     every = engine.recv_interval_steps
     reads = every  # the read counter (SGLang's recv skipper): arrivals are taken in when it reaches `every`
+    # async scheduling: a busy engine scheduled the step that starts now when the step before it started, so an
+    # arrival is seen by the scheduler only if it came before that (one step later than a synchronous scheduler)
+    ahead = engine.steps_ahead > 0
+    last_start = last_end = -np.inf
 
     def finish(i: int, t_emit: float) -> None:
         nonlocal prefill_blocks, running_final, finished
@@ -590,7 +596,8 @@ def simulate(engine: EngineContext, traffic: Traffic, isl: int, osl: int) -> Sim
             front.flush(arrive_heap)
         if reads >= every or not running:  # an idle scheduler does no GPU work between its reads: taken as none
             reads = 0
-            while arrive_heap and arrive_heap[0][0] <= t:
+            cutoff = last_start if ahead and running and t == last_end else t
+            while arrive_heap and arrive_heap[0][0] <= cutoff:
                 waiting.append(heapq.heappop(arrive_heap)[1])
         if not running and not waiting:
             nxt = next_arrival_s()
@@ -658,21 +665,23 @@ def simulate(engine: EngineContext, traffic: Traffic, isl: int, osl: int) -> Sim
                 while k > 1 and not decoders.fit(k, num_blocks - prefill_blocks):
                     k = max(1, k // 2)
                 dt = run.seconds(k)
+                dt_last = dt - run.seconds(k - 1) if k > 1 else dt
             else:
                 k = 1
-                dt = st.time_s(d, st.decode_keys(mean_ctx), 0.0, 0.0)
+                dt = dt_last = st.time_s(d, st.decode_keys(mean_ctx), 0.0, 0.0)
         else:
             k = 1
             p = key_sum = 0  # prefill tokens, and their keys summed (in chunk order)
             for i, kk in chunks:
                 p += kk
                 key_sum += kk * st.prefill_keys(kk, done_tok[i])
-            dt = st.time_s(d, st.decode_keys(mean_ctx) if d else 0.0, float(p), key_sum / p)
+            dt = dt_last = st.time_s(d, st.decode_keys(mean_ctx) if d else 0.0, float(p), key_sum / p)
         # advance k steps
         if not decoders.fit(0, num_blocks - prefill_blocks - len(running)):  # fewer free blocks than sequences
             kv_full_time += dt
         run_time += dt * len(running)
         t += dt
+        last_start, last_end = t - dt_last, t
         busy += dt
         steps += k
         sampled = d > 0

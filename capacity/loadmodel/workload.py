@@ -68,6 +68,7 @@ class LoadContext:
     extras: Extras = Extras()
     mixed: bool = True
     recv_interval_steps: int = 1  # EngineProfile.recv_interval_steps (SGLang's --scheduler-recv-interval)
+    steps_ahead: int = 0  # EngineProfile.steps_scheduled_ahead (vLLM's async scheduling: 1)
 
     def closed_loop(self, isl, osl, users, num_requests=None) -> LoadResult:
         r = closed_loop(self.costs, self.efficiency, self.budget_tokens, isl, osl, users, self.slots, self.ideal,
@@ -84,7 +85,8 @@ class LoadContext:
         r = open_loop(self.costs, self.efficiency, self.budget_tokens, isl, osl, rate, self.slots, self.ideal,
                       self.extras, num_requests, mixed=self.mixed)
         wait = np.where(waits_for_read("rate", rate), receive_wait_s(r.decode_step_s, self.recv_interval_steps), 0.0)
-        return with_receive_wait(r, wait, closed=False)
+        return with_receive_wait(r, wait + scheduled_ahead_wait_s(r.decode_step_s, r.running, self.steps_ahead),
+                                 closed=False)
 
 
 @dataclass(frozen=True)
@@ -118,6 +120,16 @@ def receive_wait_s(decode_step_s, interval_steps: int):
     Where a request meets an idle scheduler it reads at once (`waits_for_read`). Lockstep waves that empty the batch together would wait none either; a closed loop of several clients is taken
     as drifted (lengths spread, as the public benchmarks draw them)."""
     return (interval_steps - 1) / 2 * np.asarray(decode_step_s, dtype=float)
+
+
+def scheduled_ahead_wait_s(decode_step_s, running, steps_ahead: int):
+    """The mean extra wait of an open-loop arrival under async scheduling: a busy engine scheduled the successor of
+    the step now running when that step started, so a request arriving meanwhile waits `steps_ahead` steps more than
+    a synchronous scheduler makes it wait (EngineProfile.steps_scheduled_ahead). It meets a busy engine with the
+    chance that a Poisson count of mean `running` is not zero; an idle engine schedules it at once. Closed loops
+    priced as lockstep waves resend to an idle engine and wait none."""
+    busy = 1.0 - np.exp(-np.asarray(running, dtype=float))
+    return steps_ahead * busy * np.asarray(decode_step_s, dtype=float)
 
 
 def with_receive_wait(r: LoadResult, wait_s, closed: bool) -> LoadResult:
