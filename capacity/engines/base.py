@@ -87,8 +87,9 @@ class EngineProfile(BaseModel):
     def steps_scheduled_ahead(self) -> int:
         """Steps a busy engine has already scheduled when a new request arrives: with async scheduling the CPU
         schedules step n + 1 as step n starts, so an arrival during step n is first seen for step n + 2 (one step
-        later than a synchronous scheduler); without it, none."""
-        return self.in_flight_batches - 1 if self.async_scheduling else 0
+        later than a synchronous scheduler); without it, none. One at most: the closed forms and the step simulator
+        (which keeps only the last step's start) both read it, so they agree by construction."""
+        return 1 if self.async_scheduling and self.in_flight_batches > 1 else 0
 
     def lane_running_limit(self, pp: int = 1, dp_ranks: int = 1) -> int:
         """The running limit of one of the pp batches a pipeline keeps in flight, with attention data parallel over
