@@ -19,7 +19,7 @@ from capacity.hardware import load_gpu
 from capacity.load import Load, parse_load
 from capacity.plan import Plan, make_plan
 from capacity.model.power import mean_power_w, request_busy_s, shipped_power
-from capacity.model.steptime import step_parts
+from capacity.model.steptime import host_token_s, step_parts
 from capacity.loads import shape
 from capacity.loadmodel.workload import (Extras, LoadContext, LoadResult, Slots, spec_tokens_per_step, speculation,
                                         waits_for_read)
@@ -208,7 +208,7 @@ def load_context(plan: Plan, cal: Calibration, s: Scenario, isl, osl) -> LoadCon
     reserve = not plan.profile.preempts and not s.ideal
     slots = Slots(np.maximum(full, 1.0) if reserve else plan.max_running(isl, osl), full,
                   full if reserve else np.asarray(plan.max_concurrent(np.asarray(isl)), dtype=float))
-    budget = plan.profile.max_num_scheduled_tokens or plan.profile.max_num_batched_tokens
+    budget = plan.profile.scheduled_tokens(plan.dp_ranks)
     return LoadContext(plan.costs, cal.efficiency, budget, slots, s.ideal,
                        extras_of(s), plan.profile.mixed_prefill, plan.profile.recv_interval_steps,
                        0 if s.ideal else plan.profile.steps_scheduled_ahead)
@@ -439,8 +439,9 @@ def predict(plan: Plan, cal: Calibration, s: Scenario) -> Estimate:
                      "measured here")
     if host_bound:
         notes.append(f"decode is host-bound at {lane:,.0f} running sequences: the engine's host work "
-                     f"({cal.efficiency.host_token_s * plan.pp * 1e6:.0f} µs per sequence per step"
-                     f"{f', one process for all {plan.pp} batches in flight' if plan.pp > 1 else ''}, from calibration "
+                     f"({host_token_s(plan.costs, cal.efficiency) * 1e6:.0f} µs per sequence per step"
+                     f"{f', one process for all {plan.pp} batches in flight' if plan.pp > 1 else ''}"
+                     f"{f', each of {plan.dp_ranks} ranks for its own' if plan.dp_ranks > 1 else ''}, from calibration "
                      f"{cal.label}) outlasts the GPU step, so a faster GPU would not raise throughput here; "
                      "more replicas would")
     if launch_bound:

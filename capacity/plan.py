@@ -182,7 +182,7 @@ def make_plan(m: ModelArch, gpu: Gpu, precision: str, kv_precision: str, profile
                                    profile.max_prefill_graph_tokens, fmt)
     lane_mem, lane_seqs = None, profile.lane_running_limit(pp, ranks)
     if attention_dp:  # each GPU reads the whole KV of its 1/tp of the batch: per GPU, 1/tp of a token's whole KV
-        costs = replace(costs, kv_bytes_per_token_layer=mem.kv_bytes_per_token_layer / tp)
+        costs = replace(costs, kv_bytes_per_token_layer=mem.kv_bytes_per_token_layer / tp, dp_ranks=tp)
         notes.append(f"attention data parallel over {tp} GPUs: attention weights whole on each, each GPU the whole KV "
                      "of its own sequences; priced as the batch spread evenly over them (a lone prompt's attention "
                      "runs on one GPU); not measured here")

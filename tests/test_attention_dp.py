@@ -77,3 +77,30 @@ def test_sglang_reads_and_writes_its_dp_attention_switch():
     assert "--enable-dp-attention" in argv and argv[argv.index("--dp-size") + 1] == "8"  # the attention's DP size
     assert "data_parallel_size" not in table.scenario(argv)
     assert "--enable-dp-attention" not in table.argv(table.options_for({"tp": 8}))
+
+
+def test_tensorrt_llms_token_budget_is_per_rank_under_attention_dp():
+    """Each attention-DP rank runs its own executor with its own max_num_tokens: a replica's step schedules tp × it
+    (the closed forms' budget and the step simulator's alike)."""
+    from capacity.estimate import calibration_for, load_context
+    from capacity.loadmodel.simulate import EngineContext
+    s = Scenario(**R1, attention_dp=True, max_num_batched_tokens=2048)
+    p = plan_for(s)
+    assert load_context(p, calibration_for(s, p), s, 1024, 1024).budget_tokens == 2048 * 8
+    assert EngineContext.build(p, calibration_for(s, p).efficiency, False, 4096).token_budget == 2048 * 8
+    plain = plan_for(Scenario(**R1, max_num_batched_tokens=2048))
+    assert plain.profile.scheduled_tokens(plain.dp_ranks) == 2048
+
+
+def test_per_sequence_host_work_is_shared_by_the_ranks_under_attention_dp():
+    """Each rank's process does the host work of its own sequences side by side with the others, so a replica's step
+    at a batch of B waits for B / tp sequences' host work, not B's (the fixed per-step costs stay)."""
+    from capacity.estimate import calibration_for
+    from capacity.model.steptime import step_parts
+    s = Scenario(**R1, attention_dp=True)
+    p, plain = plan_for(s), plan_for(Scenario(**R1))
+    eff = calibration_for(s, p).efficiency
+    dp, tp = step_parts(p.costs, eff, 1024.0, 1500.0, 0.0, 0.0), step_parts(plain.costs, eff, 1024.0, 1500.0, 0.0, 0.0)
+    assert float(dp.host_s) == pytest.approx(float(tp.host_s) / 8)
+    per_seq = eff.sequence_overhead_s * 1024
+    assert float(tp.overhead_s) - float(dp.overhead_s) == pytest.approx(per_seq * (1 - 1 / 8), rel=1e-6)

@@ -79,9 +79,9 @@ class EngineProfile(BaseModel):
                                           "batch in flight (TensorRT-LLM's max_batch_size per micro-batch); False: "
                                           "all running requests together (vLLM, SGLang)")
 
-    running_limit_per_rank: bool = Field(False, description="under attention data parallel max_num_seqs bounds each "
-                                         "rank (TensorRT-LLM's max_batch_size, vLLM's engine per DP rank); False: the "
-                                         "replica's running requests together")
+    running_limit_per_rank: bool = Field(False, description="under attention data parallel max_num_seqs and the token "
+                                         "budget bound each rank (TensorRT-LLM's max_batch_size and max_num_tokens, "
+                                         "vLLM's engine core per DP rank); False: the replica's requests together")
 
     @property
     def steps_scheduled_ahead(self) -> int:
@@ -94,8 +94,18 @@ class EngineProfile(BaseModel):
     def lane_running_limit(self, pp: int = 1, dp_ranks: int = 1) -> int:
         """The running limit of one of the pp batches a pipeline keeps in flight, with attention data parallel over
         `dp_ranks` GPUs (1: none)."""
-        limit = self.max_num_seqs * (dp_ranks if self.running_limit_per_rank else 1)
+        limit = self.max_num_seqs * self.rank_multiple(dp_ranks)
         return limit if self.running_limit_per_batch or pp == 1 else max(1, -(-limit // pp))
+
+    def rank_multiple(self, dp_ranks: int = 1) -> int:
+        """How many times its per-engine limits (max_num_seqs, the token budget) a replica with attention data
+        parallel over `dp_ranks` GPUs (1: none) schedules at once: each rank its own where they are per rank."""
+        return dp_ranks if self.running_limit_per_rank else 1
+
+    def scheduled_tokens(self, dp_ranks: int = 1) -> int:
+        """Tokens one step of a lane schedules (the scheduler's own cap where it has one, else the budget), per rank
+        where the limits are per rank."""
+        return (self.max_num_scheduled_tokens or self.max_num_batched_tokens) * self.rank_multiple(dp_ranks)
 
     def budget_bytes(self, usable_bytes: float) -> float:
         """The memory the fraction is taken of, times the fraction (the 'budget' of the fit message)."""

@@ -27,6 +27,9 @@ from typing import Any
 
 from capacity.engines.base import Engine, EngineProfile, Flag, FlagTable
 from capacity.engines.flags import expert_parallel_size, limit, pipeline_parallel, pipeline_stages, tensor_parallel
+from capacity.model.architecture import ModelArch
+from capacity.model.precision import BYTES_PER_WEIGHT, HIGH_PRECISION_BYTES
+from capacity.model.weights import weight_bytes
 
 PROFILE = EngineProfile(
     name="trtllm",
@@ -89,7 +92,12 @@ ENGINE = Engine(name="trtllm", title="TensorRT-LLM", flags=FLAGS, limits=limits,
 # kv_fraction × (total GPU memory − parameters × bytes per weight), tokens of 2 × layers × max(tp, KV heads) × head
 # size × KV bytes; requests = room ÷ tokens per request; batch = min(requests, 4,096) ÷ PP rounded up on a ladder
 # (multiples of 32 from 64, 128 from 256, 256 from 1,024); token budget = min(batch × (1 + ISL/OSL), 32,768) rounded
-# up (multiples of 256 from 2,048, 512 from 4,096, 1,024 from 8,192).
+# up (multiples of 256 from 2,048, 512 from 4,096, 1,024 from 8,192). This is the rule of every release the corpus's
+# overview tables come from (v0.17 to v1.2): the harness's ModelConfig reads `param_count` as the safetensors
+# element count (a packed FP4 byte holds two weights and counts once, so an NVFP4 checkpoint's "engine size" is
+# about half its bytes: PR #13498, 2026-04-27, fixed that and made the batch per attention-DP rank) and its head
+# size from the config's head_dim, else hidden ÷ heads, with no MLA case (PR #16707, 2026-07-22, added one: the
+# plain formula overstated DeepSeek's KV per token ~25×). `bench_model_inputs` gives those inputs.
 BENCH_MAX_BATCH = 4096
 BENCH_MAX_TOKENS = 32768
 
@@ -99,6 +107,21 @@ def _ladder(x: float, steps: tuple[tuple[float, int], ...], floor: int) -> int:
         if x < below:
             return max(floor, step * math.ceil(x / step))
     return steps[-1][1] * math.ceil(x / steps[-1][1])
+
+
+def bench_model_inputs(m: ModelArch, weight_format: str) -> tuple[float, int]:
+    """(parameter count, head size) as trtllm-bench's ModelConfig reads them from a checkpoint in `weight_format`:
+    the safetensors element count (quantized weights count a packed element per FP4 pair plus their scales, the
+    rest one each) and the config's head_dim, else hidden ÷ heads (MLA configs give none: DeepSeek's 7,168 ÷ 128)."""
+    w = weight_bytes(m, weight_format)
+    quantized = w.attention + w.dense_mlp + w.routed_experts + w.shared_experts
+    per_param = BYTES_PER_WEIGHT[weight_format]
+    elements_per_param = {"nvfp4": 0.5 + 1 / 16, "mxfp4": 0.5 + 1 / 32, "int4": 0.5 + 4 / 128}.get(weight_format, 1.0)
+    if weight_format == "bf16" or per_param >= HIGH_PRECISION_BYTES:
+        quantized = 0.0
+    elements = quantized / per_param * elements_per_param + (w.total - quantized) / HIGH_PRECISION_BYTES
+    head = m.hidden_size // m.num_heads if m.mla is not None else m.head_dim
+    return elements, head
 
 
 def bench_limits(params: float, weight_bytes_per_param: float, layers: int, kv_heads: int, head_dim: int,

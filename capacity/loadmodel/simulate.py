@@ -150,7 +150,8 @@ class EngineContext:
                                   0.0 if ideal else draft_cpu_s(c.draft, eff), draft_key_ratio(c))
         elif k:
             stepper = SpecStepper(stepper, k, spec_draft_cost)
-        return cls(stepper, int(min(prof.max_num_batched_tokens, 10**9)),
+        budget = prof.max_num_batched_tokens * prof.rank_multiple(plan.dp_ranks)  # drafts come out of it in the step
+        return cls(stepper, int(min(budget, 10**9)),
                    int(min(plan.max_num_seqs, 10**9)), int(plan.lane_blocks.num_blocks), table, prof.mixed_prefill,
                    0.0 if ideal else eff.request_overhead_s, 0.0 if ideal else eff.admission_s, prefix_hit_rate,
                    prof.block_size_tokens, prof.reserve_output_at_admission and not ideal, k,

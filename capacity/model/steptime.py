@@ -77,6 +77,9 @@ class StepCosts:
     draft: StepCosts | None = None  # a draft_model speculator's own costs (`draft_costs`): its forwards follow each verify
     forward_host_s: float = 0.0  # a draft's per-forward CPU work besides its op-by-op launches (`draft_forwards_s`)
     pp: int = 1  # pipeline stages: the step is a batch's pass through all of them (capacity/model/pipeline.py)
+    # attention data parallel: GPUs each running its own executor over its share of the batch, so the per-sequence
+    # host and launch work of a step is done by dp_ranks processes side by side (1: one process for the batch)
+    dp_ranks: int = 1
     # (FLOP share, reduction length per GPU) of the expert projections: up/gate reduce over the hidden size, down
     # over the expert's width on this GPU (split by TP without EP)
     expert_reductions: tuple[tuple[float, float], ...] = ()
@@ -176,8 +179,15 @@ def fixed_overhead_s(c: StepCosts, eff: Efficiency) -> float:
 
 def host_token_s(c: StepCosts, eff: Efficiency) -> float:
     """The engine's host work per sequence of a step, as one lane sees it: one process does it for every batch in
-    flight, so under pipeline parallelism (pp batches, one per stage) each batch's step waits for pp times as much."""
-    return eff.host_token_s * c.pp
+    flight, so under pipeline parallelism (pp batches, one per stage) each batch's step waits for pp times as much;
+    under attention data parallel each of the dp_ranks processes does it for its own share of the batch."""
+    return eff.host_token_s * c.pp / c.dp_ranks
+
+
+def sequence_overhead_s(c: StepCosts, eff: Efficiency) -> float:
+    """A step's non-overlapped cost per running sequence, as one lane sees it: each attention-DP rank pays it for
+    its own sequences, side by side with the others."""
+    return eff.sequence_overhead_s / c.dp_ranks
 
 
 def pipeline_hops_s(c: StepCosts, eff: Efficiency, tokens):
@@ -285,7 +295,7 @@ def step_parts(c: StepCosts, eff: Efficiency, decode_seqs, decode_context, prefi
     else:
         comm = np.zeros_like(tokens)
     comm = comm + pipeline_hops_s(c, eff, tokens)
-    overhead = fixed_overhead_s(c, eff) + eff.sequence_overhead_s * (d + np.minimum(p, 1.0))
+    overhead = fixed_overhead_s(c, eff) + sequence_overhead_s(c, eff) * (d + np.minimum(p, 1.0))
     # without a CUDA graph the CPU launches the step op by op; the GPU runs behind it, so the launch is a floor
     launch = ((eff.eager_layer_overhead_s * c.num_layers + eff.eager_moe_layer_overhead_s * c.moe_layers)
               * (tokens > graph_limit(c, p)))

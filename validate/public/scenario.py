@@ -18,9 +18,8 @@ Mapping choices (each returned as a flag, counted in docs/public-corpus.md):
 from __future__ import annotations
 
 from capacity.model.architecture import load_model
-from capacity.engines.trtllm import bench_limits
+from capacity.engines.trtllm import PROFILE as TRTLLM_PROFILE, bench_limits, bench_model_inputs
 from capacity.hardware import load_gpu
-from capacity.model.params import count_params
 from capacity.model.precision import kv_bytes_per_element
 from validate.public.schema import Row
 
@@ -29,20 +28,31 @@ DEFAULT_OFFLINE_REQUESTS = 3000
 BENCH_SOURCE_KINDS = ("trtllm_perf", "trtllm_bench")
 GRAPHS_COVER_EVERY_BATCH = 8192  # the overview's largest captured batch
 TRTLLM_BENCH_KV_FRACTION = 0.95
-WEIGHT_BYTES = {"fp16": 2.0, "bf16": 2.0, "fp8": 1.0, "nvfp4": 0.5, "mxfp4": 0.5, "int4": 0.5}
+WEIGHT_BYTES = {"fp16": 2.0, "bf16": 2.0, "fp8": 1.0, "nvfp4": 0.5}  # trtllm-bench's BYTES_PER_ELEM
+
+
+# trtllm-bench tunes its limits only for these checkpoint formats (TUNED_QUANTS: NVFP4, FP8, FP8 block scales, none)
+# and keeps the LLM API's defaults for any other (MXFP4, INT4 AWQ): tensorrt_llm/bench/build/build.py, read 2026-12-01
+BENCH_TUNED_FORMATS = ("bf16", "fp16", "fp8", "nvfp4")
 
 
 def _trtllm_bench(r: Row, s: dict, flags: list[str]) -> None:
     """The limits trtllm-bench sets for the row's dataset, and the overview's graphs and KV fraction."""
     m, gpu = load_model(r.model), load_gpu(r.gpu)
-    batch, tokens = bench_limits(count_params(m).total, WEIGHT_BYTES.get(r.weight_precision, 2.0), m.num_layers,
-                                 m.num_kv_heads, m.head_dim, kv_bytes_per_element(s["kv_precision"]),
-                                 gpu.memory_bytes, r.tp, r.pp, s["isl"], s["osl"], TRTLLM_BENCH_KV_FRACTION)
+    if r.weight_precision in BENCH_TUNED_FORMATS:
+        params, head_size = bench_model_inputs(m, "bf16" if r.weight_precision == "fp16" else r.weight_precision)
+        batch, tokens = bench_limits(params, WEIGHT_BYTES[r.weight_precision], m.num_layers, m.num_kv_heads, head_size,
+                                     kv_bytes_per_element(s["kv_precision"]), gpu.memory_bytes, r.tp, r.pp, s["isl"],
+                                     s["osl"], TRTLLM_BENCH_KV_FRACTION)
+        flags.append("trtllm-bench's own batch and token limits, graphs on every batch, KV fraction 0.95")
+    else:
+        batch, tokens = TRTLLM_PROFILE.max_num_seqs, TRTLLM_PROFILE.max_num_batched_tokens
+        flags.append(f"trtllm-bench's default limits ({r.weight_precision} is not a format it tunes), graphs on every "
+                     "batch, KV fraction 0.95")
     s.setdefault("max_num_seqs", batch)
     s["max_num_batched_tokens"] = tokens
     s["max_cudagraph_tokens"] = max(GRAPHS_COVER_EVERY_BATCH, s["max_num_seqs"])
     s["gpu_memory_utilization"] = TRTLLM_BENCH_KV_FRACTION
-    flags.append("trtllm-bench's own batch and token limits, graphs on every batch, KV fraction 0.95")
 
 
 # InferenceX's TensorRT-LLM launch scripts for DeepSeek-R1 (SemiAnalysisAI/InferenceX benchmarks/dsr1_fp8_h200_trt.sh
