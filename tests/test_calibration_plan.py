@@ -64,3 +64,14 @@ def test_a_bad_plan_is_one_line_exit_2(tmp_path, text, field):
     lines = p.stderr.strip().splitlines()
     assert len(lines) == 1 and str(plan) in lines[0] and field in lines[0] and "Traceback" not in p.stderr
     assert not list(tmp_path.glob("*.json"))
+
+
+def test_a_plan_can_fit_some_shapes_of_a_run_and_score_the_rest(tmp_path):
+    """runs may name sitting-N/server/ISLxOSL: sitting 19's BF16 lone-prompt ladder is fitted, its closed loops and
+    Poisson points (other shapes of the same server) are scored."""
+    from validate.calibration_plan import PLAN_PATH, fitted_run, load_measured_plan, run_dirs
+    f = load_measured_plan(PLAN_PATH).named("vllm-bf16")
+    s19 = [d for d in run_dirs(PLAN_PATH, f) if "sitting-19/Qwen3-8B-bf16-ladder-s19" in d]
+    fitted = {d.rsplit("/", 1)[1] for d in s19 if fitted_run(PLAN_PATH, f, d)}
+    assert fitted == {"128x16", "512x16", "1024x16", "2048x16", "4096x16"}
+    assert {d.rsplit("/", 1)[1] for d in s19} - fitted == {"1024x256", "1024x128-uniform0.5"}

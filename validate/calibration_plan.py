@@ -32,7 +32,8 @@ class MeasuredFit(BaseModel):
     precision: str
     data: str = Field(description="folder under the plan's own folder holding the engine version's runs")
     sittings: list[str] | Literal["all"] = Field(description="whole sittings fitted (or every run of `data`)")
-    runs: list[str] = Field(default_factory=list, description="single runs fitted besides the sittings")
+    runs: list[str] = Field(default_factory=list, description="single runs (sitting-N/server) or shapes of a run "
+                            "(sitting-N/server/ISLxOSL) fitted besides the sittings")
     max_tp: int = Field(default=1, ge=1)
     start: str | None = Field(default=None, description="an earlier fit whose factors and intervals this one starts from")
     free: list[str] | None = Field(default=None, description="the parameters refitted (None: every one the data identifies)")
@@ -88,7 +89,8 @@ def data_dir(plan_path: Path | str, fit: MeasuredFit) -> Path:
 def fitted_run(plan_path: Path | str, fit: MeasuredFit, run_dir: str | Path) -> bool:
     """Is this results folder (DATA/sitting-N/server/shape) one the fit trains on?"""
     parts = Path(run_dir).resolve().relative_to(data_dir(plan_path, fit)).parts
-    return fit.sittings == "all" or parts[0] in fit.sittings or "/".join(parts[:2]) in fit.runs
+    return (fit.sittings == "all" or parts[0] in fit.sittings or "/".join(parts[:2]) in fit.runs
+            or "/".join(parts[:3]) in fit.runs)
 
 
 def run_dirs(plan_path: Path | str, fit: MeasuredFit) -> list[str]:
