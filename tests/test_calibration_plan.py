@@ -66,7 +66,7 @@ def test_a_bad_plan_is_one_line_exit_2(tmp_path, text, field):
     assert not list(tmp_path.glob("*.json"))
 
 
-def test_a_plan_can_fit_some_shapes_of_a_run_and_score_the_rest(tmp_path):
+def test_a_plan_can_fit_some_shapes_of_a_run_and_score_the_rest():
     """runs may name sitting-N/server/ISLxOSL: sitting 19's BF16 lone-prompt ladder is fitted, its closed loops and
     Poisson points (other shapes of the same server) are scored."""
     from validate.calibration_plan import PLAN_PATH, fitted_run, load_measured_plan, run_dirs
