@@ -23,13 +23,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from capacity.engines.base import Engine, EngineProfile, Flag, FlagTable
 from capacity.engines.flags import expert_parallel_size, limit, pipeline_parallel, pipeline_stages, tensor_parallel
-from capacity.model.architecture import ModelArch
-from capacity.model.precision import BYTES_PER_WEIGHT, HIGH_PRECISION_BYTES
-from capacity.model.weights import weight_bytes
+
+if TYPE_CHECKING:
+    from capacity.model.architecture import ModelArch
 
 PROFILE = EngineProfile(
     name="trtllm",
@@ -113,6 +113,9 @@ def bench_model_inputs(m: ModelArch, weight_format: str) -> tuple[float, int]:
     """(parameter count, head size) as trtllm-bench's ModelConfig reads them from a checkpoint in `weight_format`:
     the safetensors element count (quantized weights count a packed element per FP4 pair plus their scales, the
     rest one each) and the config's head_dim, else hidden ÷ heads (MLA configs give none: DeepSeek's 7,168 ÷ 128)."""
+    # imported here: the engine's flag tables are read without the capacity model (tests/test_validate_cli.py)
+    from capacity.model.precision import BYTES_PER_WEIGHT, HIGH_PRECISION_BYTES
+    from capacity.model.weights import weight_bytes
     w = weight_bytes(m, weight_format)
     quantized = w.attention + w.dense_mlp + w.routed_experts + w.shared_experts
     per_param = BYTES_PER_WEIGHT[weight_format]

@@ -681,8 +681,11 @@ def simulate(engine: EngineContext, traffic: Traffic, isl: int, osl: int) -> Sim
         if not decoders.fit(0, num_blocks - prefill_blocks - len(running)):  # fewer free blocks than sequences
             kv_full_time += dt
         run_time += dt * len(running)
+        # the last step's start as the clock reads it (t - dt_last would round off, and an arrival sent exactly at
+        # the previous step's end must compare equal to it)
+        last_start = t if k == 1 else t + (dt - dt_last)
         t += dt
-        last_start, last_end = t - dt_last, t
+        last_end = t
         busy += dt
         steps += k
         sampled = d > 0
