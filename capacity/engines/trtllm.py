@@ -111,20 +111,16 @@ def _ladder(x: float, steps: tuple[tuple[float, int], ...], floor: int) -> int:
 
 def bench_model_inputs(m: ModelArch, weight_format: str) -> tuple[float, int]:
     """(parameter count, head size) as trtllm-bench's ModelConfig reads them from a checkpoint in `weight_format`:
-    the safetensors element count (quantized weights count a packed element per FP4 pair plus their scales, the
-    rest one each) and the config's head_dim, else hidden ÷ heads (MLA configs give none: DeepSeek's 7,168 ÷ 128)."""
+    the safetensors element count, and the config's head_dim, else hidden ÷ heads (MLA configs give none: DeepSeek's
+    7,168 ÷ 128). A quantized weight's bytes are one-byte elements (packed FP4 pairs or FP8 values, and their FP8
+    scales), so its elements are its bytes; the bf16 rest counts one element per two bytes."""
     # imported here: the engine's flag tables are read without the capacity model (tests/test_validate_cli.py)
-    from capacity.model.precision import BYTES_PER_WEIGHT, HIGH_PRECISION_BYTES
+    from capacity.model.precision import HIGH_PRECISION_BYTES
     from capacity.model.weights import weight_bytes
-    w = weight_bytes(m, weight_format)
-    quantized = w.attention + w.dense_mlp + w.routed_experts + w.shared_experts
-    per_param = BYTES_PER_WEIGHT[weight_format]
-    elements_per_param = {"nvfp4": 0.5 + 1 / 16, "mxfp4": 0.5 + 1 / 32, "int4": 0.5 + 4 / 128}.get(weight_format, 1.0)
-    if weight_format == "bf16" or per_param >= HIGH_PRECISION_BYTES:
-        quantized = 0.0
-    elements = quantized / per_param * elements_per_param + (w.total - quantized) / HIGH_PRECISION_BYTES
     head = m.hidden_size // m.num_heads if m.mla is not None else m.head_dim
-    return elements, head
+    w = weight_bytes(m, "bf16" if weight_format == "fp16" else weight_format)
+    quantized = 0.0 if weight_format in ("bf16", "fp16") else w.attention + w.dense_mlp + w.routed_experts + w.shared_experts
+    return quantized + (w.total - quantized) / HIGH_PRECISION_BYTES, head
 
 
 def bench_limits(params: float, weight_bytes_per_param: float, layers: int, kv_heads: int, head_dim: int,

@@ -666,24 +666,23 @@ def simulate(engine: EngineContext, traffic: Traffic, isl: int, osl: int) -> Sim
                 while k > 1 and not decoders.fit(k, num_blocks - prefill_blocks):
                     k = max(1, k // 2)
                 dt = run.seconds(k)
-                dt_last = dt - run.seconds(k - 1) if k > 1 else dt
             else:
                 k = 1
-                dt = dt_last = st.time_s(d, st.decode_keys(mean_ctx), 0.0, 0.0)
+                dt = st.time_s(d, st.decode_keys(mean_ctx), 0.0, 0.0)
         else:
             k = 1
             p = key_sum = 0  # prefill tokens, and their keys summed (in chunk order)
             for i, kk in chunks:
                 p += kk
                 key_sum += kk * st.prefill_keys(kk, done_tok[i])
-            dt = dt_last = st.time_s(d, st.decode_keys(mean_ctx) if d else 0.0, float(p), key_sum / p)
+            dt = st.time_s(d, st.decode_keys(mean_ctx) if d else 0.0, float(p), key_sum / p)
         # advance k steps
         if not decoders.fit(0, num_blocks - prefill_blocks - len(running)):  # fewer free blocks than sequences
             kv_full_time += dt
         run_time += dt * len(running)
-        # the last step's start as the clock reads it (t - dt_last would round off, and an arrival sent exactly at
-        # the previous step's end must compare equal to it)
-        last_start = t if k == 1 else t + (dt - dt_last)
+        # the last step's start as the clock reads it (end - duration would round off, and an arrival sent exactly
+        # at the previous step's end must compare equal to it); k > 1 only in a decode stretch, whose `run` this is
+        last_start = t if k == 1 else t + run.seconds(k - 1)
         t += dt
         last_end = t
         busy += dt

@@ -28,20 +28,18 @@ DEFAULT_OFFLINE_REQUESTS = 3000
 BENCH_SOURCE_KINDS = ("trtllm_perf", "trtllm_bench")
 GRAPHS_COVER_EVERY_BATCH = 8192  # the overview's largest captured batch
 TRTLLM_BENCH_KV_FRACTION = 0.95
-WEIGHT_BYTES = {"fp16": 2.0, "bf16": 2.0, "fp8": 1.0, "nvfp4": 0.5}  # trtllm-bench's BYTES_PER_ELEM
-
-
-# trtllm-bench tunes its limits only for these checkpoint formats (TUNED_QUANTS: NVFP4, FP8, FP8 block scales, none)
-# and keeps the LLM API's defaults for any other (MXFP4, INT4 AWQ): tensorrt_llm/bench/build/build.py, read 2026-12-01
-BENCH_TUNED_FORMATS = ("bf16", "fp16", "fp8", "nvfp4")
+# trtllm-bench's bytes per weight (BYTES_PER_ELEM), of the only checkpoint formats it tunes its limits for
+# (TUNED_QUANTS: NVFP4, FP8, FP8 block scales, none); any other (MXFP4, INT4 AWQ) keeps the LLM API's defaults:
+# tensorrt_llm/bench/build/build.py, read 2026-12-01
+BENCH_BYTES_PER_WEIGHT = {"fp16": 2.0, "bf16": 2.0, "fp8": 1.0, "nvfp4": 0.5}
 
 
 def _trtllm_bench(r: Row, s: dict, flags: list[str]) -> None:
     """The limits trtllm-bench sets for the row's dataset, and the overview's graphs and KV fraction."""
     m, gpu = load_model(r.model), load_gpu(r.gpu)
-    if r.weight_precision in BENCH_TUNED_FORMATS:
-        params, head_size = bench_model_inputs(m, "bf16" if r.weight_precision == "fp16" else r.weight_precision)
-        batch, tokens = bench_limits(params, WEIGHT_BYTES[r.weight_precision], m.num_layers, m.num_kv_heads, head_size,
+    if r.weight_precision in BENCH_BYTES_PER_WEIGHT:
+        params, head_size = bench_model_inputs(m, r.weight_precision)
+        batch, tokens = bench_limits(params, BENCH_BYTES_PER_WEIGHT[r.weight_precision], m.num_layers, m.num_kv_heads, head_size,
                                      kv_bytes_per_element(s["kv_precision"]), gpu.memory_bytes, r.tp, r.pp, s["isl"],
                                      s["osl"], TRTLLM_BENCH_KV_FRACTION)
         flags.append("trtllm-bench's own batch and token limits, graphs on every batch, KV fraction 0.95")
