@@ -345,6 +345,8 @@ def excluded_sentence() -> str:
     words = {"moe-jit": "kernels compiling (sitting 1's protocol error)",
              "jit-compile": "Triton kernels compiling while the point was timed (counted after every point; `validate "
                             "compare` flags them)",
+             "not-steady": "a first quarter of requests decoding over twice as slowly as the last under unchanged "
+                           "arrivals (a stall, not a steady state; `validate compare` flags them)",
              "dummy-routing": "decode faster than uniform expert routing allows (DeepSeek-V2-Lite's random dummy router "
                               "sends a batch to few experts)"}
     parts = []

@@ -27,22 +27,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from capacity.errors import CapacityError  # noqa: E402
 from capacity.estimate import calibration_for, estimate, plan_for, simulation_setup  # noqa: E402
 from capacity.loadmodel.simulate import simulate  # noqa: E402
-from validate.compare import load_run, point_scenario  # noqa: E402
+from validate.compare import load_run, point_scenario, recorded_requests  # noqa: E402
 
 METRICS = {"mean_ttft_s": "ttft_s", "mean_itl_s": "itl_s", "requests_per_s": "requests_per_s"}
-
-
-def recorded_requests(run_dir: Path, load: str) -> pd.DataFrame | None:
-    """The point's requests in send order (requests.csv as the campaign packs it, or requests.jsonl)."""
-    csv, jsonl = run_dir / "requests.csv", run_dir / "requests.jsonl"
-    if csv.exists():
-        df = pd.read_csv(csv)
-    elif jsonl.exists():
-        df = pd.DataFrame([json.loads(x) for x in jsonl.read_text().splitlines() if x.strip()])
-    else:
-        return None
-    df = df[(df["load"] == load)]
-    return df.sort_values("start_s") if len(df) else None
 
 
 def replay_options(run_dir: Path, load: str) -> dict | None:

@@ -288,3 +288,29 @@ def test_a_point_faster_than_its_roofline_is_flagged(tmp_path):
         ("DeepSeek-V2-Lite-bf16-s9", "concurrency:32")]
     assert "below the decode roofline" in flagged["flags"].iloc[0]
     assert df["telemetry"].str.contains("prefix-cache hit rate 0%").all()
+
+
+def test_unsteady_open_loop_points_are_flagged_and_excluded():
+    """The steadiness check over every committed open-loop point: it flags the points that stalled (their first
+    quarter of requests decoding over twice as slowly as the last), each of them is excluded (as not-steady, or as
+    jit-compile where the kernels were counted), and every not-steady exclusion is one the check makes."""
+    from validate.compare import excluded_loads, steadiness_flags
+
+    excluded = json.loads((DATA / "excluded.json").read_text())["points"]
+    reason = {(p["run"], p["load"]): p["reason"] for p in excluded}
+    flagged = set()
+    for csv in sorted(DATA.glob("sitting-*/*/*/requests.csv")):
+        run = csv.parent
+        loads = {line.split(",", 1)[0] for line in csv.read_text().splitlines()[1:]}
+        for load in sorted(x for x in loads if x.startswith("rate")):
+            flags = steadiness_flags(run, load)
+            key = (str(run.relative_to(DATA)), load)
+            if flags:
+                flagged.add(key)
+                assert "not a steady state" in flags[0]
+                assert load in excluded_loads(run) and reason[key] in ("not-steady", "jit-compile"), key
+    assert {k for k, r in reason.items() if r == "not-steady"} <= flagged
+    assert len(flagged) >= 9
+    # a steady closed loop is never checked, and a steady open loop is not flagged
+    assert steadiness_flags(DATA / "sitting-19/Qwen3-8B-bf16-ladder-s19/1024x128-uniform0.5", "rate:8") == []
+    assert steadiness_flags(DATA / "sitting-9/gpt-oss-20b-mxfp4-s9/1024x128", "concurrency:32") == []

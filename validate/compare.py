@@ -177,6 +177,52 @@ def point_scenario(run: MeasuredRun, p: PointResult, **overrides) -> Scenario:
     return Scenario(**{**fields, "isl": isl, "osl": osl, "load": p.load, **extra, **overrides})
 
 
+def recorded_requests(run_dir: Path, load: str) -> pd.DataFrame | None:
+    """The point's requests in send order: requests.csv as the campaign packs it, or a run's requests.jsonl (its mean
+    ITL per request taken from the gaps); None when the folder holds neither or none of that load."""
+    csv, jsonl = run_dir / "requests.csv", run_dir / "requests.jsonl"
+    if csv.exists():
+        df = pd.read_csv(csv)
+    elif jsonl.exists():
+        df = pd.DataFrame([r.model_dump() for r in ResultsDir(run_dir).requests()])
+        if len(df):
+            df["mean_itl_s"] = [float(np.mean(g)) if g else np.nan for g in df["itls_s"]]
+    else:
+        return None
+    df = df[df["load"] == load] if len(df) else df
+    return df.sort_values("start_s") if len(df) else None
+
+
+STEADY_RATIO = 2.0  # an open-loop point whose first quarter of requests decodes this much slower than its last
+STEADY_MIN_REQUESTS = 40
+
+
+def steadiness_flags(run_dir: Path, load: str) -> list[str]:
+    """An open-loop point is a steady state only if its requests decode alike from first to last: arrivals do not
+    change over the point, so the mean ITL of its first quarter of requests (by send time) should match its last
+    quarter's. Stalls do not: kernels compiling for batch shapes met for the first time stop the engine loop for a
+    second or more while a backlog builds, then it catches up. Of the committed open-loop points whose Triton cache
+    grew by 15 or more kernels while they ran, three of four came out 2.1–15.8× slower in their first quarter (the
+    fourth 1.07×); of those that compiled none, none above 1.6×. Closed loops and bursts are left alone: their first
+    requests start together by design."""
+    try:
+        regime = load_of(load).shape.regime
+    except (ValueError, CapacityError):
+        return []
+    df = recorded_requests(run_dir, load) if regime == "open arrivals" else None
+    if df is None:
+        return []
+    itl = df.loc[df["error"].isna() | (df["error"] == ""), "mean_itl_s"].dropna().to_numpy(float)
+    q = len(itl) // 4
+    if len(itl) < STEADY_MIN_REQUESTS or not itl[-q:].mean() > 0:
+        return []
+    first, last = itl[:q].mean(), itl[-q:].mean()
+    if first <= STEADY_RATIO * last:
+        return []
+    return [f"not a steady state: the first quarter of its requests decoded at {first * 1e3:.1f} ms per token, the "
+            f"last at {last * 1e3:.1f} ms ({first / last:.1f}×; stalls such as kernels compiling)"]
+
+
 ROOFLINE_SLACK = 0.9  # a median ITL below this share of the decode roofline at the point's mean batch is flagged
 
 
@@ -218,7 +264,7 @@ def compare_run(run: MeasuredRun, calibrations: dict[str, Calibration | None]) -
         if p.completed == 0:
             continue
         jit = ([f"{compiled[p.load]} Triton kernels compiled while this point ran (timed during JIT warm-up)"]
-               if p.load in compiled else [])
+               if p.load in compiled else []) + steadiness_flags(Path(run.path), p.load)
         for mode, cal in calibrations.items():
             try:
                 s = point_scenario(run, p, ideal=(mode == "ideal"))
