@@ -62,6 +62,17 @@ class Efficiency(BaseModel):
                                                        "lasts at least this × its sequences (front-end and scheduler "
                                                        "throughput ceiling; 0 = none)")
     request_overhead_s: float = Field(5e-3, ge=0, description="added to TTFT: HTTP, input processing, first detokenize")
+    idle_step_s: float = Field(0.0, ge=0, description="time added to the first step after the engine idled: the CPU "
+                               "work of a step (scheduling, input preparation, sampling, output processing) that a "
+                               "busy engine overlaps with the step before it (vLLM's async scheduling) runs in series "
+                               "with the GPU when no step is in flight (a lone request, a burst's first step, each "
+                               "wave of a lockstep closed loop)")
+    prompt_token_overhead_s: float = Field(0.0, ge=0, description="added to TTFT per prompt token: the front end's "
+                                           "tokenizing and input processing, outside the engine's step")
+
+    def front_end_s(self, prompt_tokens):
+        """A request's time in the front end on its way to the engine and back: fixed + per prompt token."""
+        return self.request_overhead_s + self.prompt_token_overhead_s * prompt_tokens
     admission_s: float = Field(0.0, ge=0, description="front-end time per request, serial: requests submitted together "
                                                       "wait for the whole group to be taken in before tokens flow")
 
@@ -98,7 +109,7 @@ IDEAL = Calibration(
     engine="ideal",
     efficiency=Efficiency(weight_bandwidth=1, kv_bandwidth=1, matmul=1, moe_matmul=1, attention_matmul=1, link=1,
                           link_latency_s=0, step_overhead_s=0, layer_overhead_s=0, moe_layer_overhead_s=0, eager_layer_overhead_s=0, sequence_overhead_s=0, host_token_s=0,
-                          request_overhead_s=0, admission_s=0),
+                          request_overhead_s=0, prompt_token_overhead_s=0, idle_step_s=0, admission_s=0),
     notes="pure roofline: every efficiency 1, every overhead 0",
 )
 

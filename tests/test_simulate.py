@@ -106,7 +106,7 @@ def reference_simulate(engine: EngineContext, traffic: Traffic, isl: int, osl: i
     n, table, st, N = len(I), engine.block_table, engine.stepper, engine.num_blocks
     if int(table[I].max()) > N:
         raise WorkloadError("simulate: one prompt needs more KV blocks than the engine has")
-    front = _FrontEnd(engine.admission_s, engine.request_overhead_s)
+    front = _FrontEnd(engine.admission_s, engine.request_overhead_s, engine.prompt_token_overhead_s, I.tolist())
     send, first, end = np.full(n, np.nan), np.full(n, np.nan), np.full(n, np.nan)
     arrivals: list[tuple[float, int]] = []
     sent = 0
@@ -199,6 +199,8 @@ def reference_simulate(engine: EngineContext, traffic: Traffic, isl: int, osl: i
         d, p = len(dec), sum(k for _, k in chunks)
         keys = st.decode_keys(float(done[dec].sum()) / d) if d else 0.0
         dt = st.time_s(d, keys, float(p), sum(k * st.prefill_keys(k, done[i]) for i, k in chunks) / p if p else 0.0)
+        if p and t > last_end:  # the first step after the engine idled: its CPU work is not hidden
+            dt += engine.idle_step_s
         max_running = max(max_running, len(running))
         run_time += dt * len(running)
         last_start = t
@@ -244,13 +246,14 @@ def small_engine(model: str, engine: str, ideal: bool) -> EngineContext:
                              ("rate", 10.0, "constant")]),
        n=st.integers(1, 24), isl=st.integers(1, 1500), osl=st.integers(1, 160),
        spread=st.sampled_from([("fixed", 0.0), ("uniform", 0.8), ("normal", 0.4)]),
-       think=st.sampled_from([0.0, 0.02]), front=st.sampled_from([(None, None), (0.0, 0.0), (0.003, 0.01)]),
+       think=st.sampled_from([0.0, 0.02]), front=st.sampled_from([(None, None, None, None), (0.0, 0.0, 0.0, 0.0), (0.003, 0.01, 0.0, 0.0),
+                                                  (0.003, 0.01, 2e-5, 0.004)]),
        kv=st.sampled_from([None, 1.0, 3.0, 8.0]), budget=st.sampled_from([None, 64, 700]), seqs=st.sampled_from([None, 3]),
        hit=st.sampled_from([0.0, 0.5]), seed=st.integers(0, 3), recv=st.sampled_from([1, 1, 3, 10]))
 # a request sent exactly at a step's end, to a busy engine: the fast simulator once took the step's start as
 # (end - duration), which rounds off, and saw the arrival a step late
 @example(model="meta-llama/Llama-3.1-8B", engine="vllm", ideal=False, load=("concurrency", 4.0, "constant"), n=5, isl=3,
-         osl=2, spread=("normal", 0.4), think=0.0, front=(0.0, 0.0), kv=None, budget=None, seqs=None, hit=0.0, seed=2,
+         osl=2, spread=("normal", 0.4), think=0.0, front=(0.0, 0.0, 0.0, 0.0), kv=None, budget=None, seqs=None, hit=0.0, seed=2,
          recv=1)
 def test_simulator_equals_a_plain_step_by_step_scheduler(model, engine, ideal, load, n, isl, osl, spread, think, front,
                                                          kv, budget, seqs, hit, seed, recv):
@@ -266,7 +269,8 @@ def test_simulator_equals_a_plain_step_by_step_scheduler(model, engine, ideal, l
     if seqs is not None:
         change["max_num_seqs"] = seqs
     if front[0] is not None:
-        change["admission_s"], change["request_overhead_s"] = front
+        (change["admission_s"], change["request_overhead_s"], change["prompt_token_overhead_s"],
+         change["idle_step_s"]) = front
     eng = dataclasses.replace(eng, **change)
     kind, value, arrivals = load
     t = Traffic(kind=kind, value=float(n) if kind == "burst" else value, num_requests=n, arrivals=arrivals,
@@ -589,3 +593,14 @@ def test_a_read_interval_adds_its_half_cycle_to_ttft(load):
 def test_a_read_interval_is_sglangs_alone():
     with pytest.raises(WorkloadError, match="SGLang's --scheduler-recv-interval"):
         estimate(Scenario(engine="vllm", load="concurrency:8", recv_interval_steps=10))
+
+
+def test_the_front_end_time_per_prompt_token_adds_to_a_lone_requests_ttft():
+    """A lone request waits in the front end its fixed time plus its time per prompt token (tokenizing) before the
+    engine sees it; the engine's own work is the same, so TTFT moves by exactly that and nothing else does."""
+    eng = small_engine("meta-llama/Llama-3.1-8B", "vllm", False)
+    t = Traffic(kind="sync", value=1.0, num_requests=3)
+    base = simulate(dataclasses.replace(eng, request_overhead_s=0.005), t, 4000, 8)
+    slow = simulate(dataclasses.replace(eng, request_overhead_s=0.005, prompt_token_overhead_s=2e-6), t, 4000, 8)
+    np.testing.assert_allclose((slow.first_token_s - slow.send_s) - (base.first_token_s - base.send_s), 0.008, rtol=1e-9)
+    np.testing.assert_allclose(slow.end_s - slow.first_token_s, base.end_s - base.first_token_s, rtol=1e-9)

@@ -57,6 +57,8 @@ BOUNDS = {
     "eager_moe_layer_overhead_s": (0.0, 3e-3),
     "request_overhead_s": (0.0, 0.1),
     "admission_s": (0.0, 0.01),
+    # a step's CPU work in series with the GPU: scheduling, input preparation, sampling, output (a few ms)
+    "idle_step_s": (0.0, 0.02),
 }
 
 
@@ -170,9 +172,14 @@ def log_errors(data: list[Sample], eff: Efficiency, weighted: bool = False) -> n
     return np.asarray(errs)
 
 
+# Fitted only where a plan asks for it: the idle engine's step cost stands in for a fixed front end on lone
+# requests, so it is identified only once the front end is set from the engine's counters (front_end = "counters")
+OPT_IN = ("idle_step_s",)
+
+
 def free_parameters(data: list[Sample]) -> list[str]:
     moe_only = ("moe_matmul", "moe_layer_overhead_s", "eager_moe_layer_overhead_s")
-    names = [n for n in BOUNDS if n not in moe_only]
+    names = [n for n in BOUNDS if n not in moe_only and n not in OPT_IN]
     if any(load_model(m).moe is not None for m in {d.scenario.model for d in data}):  # MoE terms need an MoE
         names += list(moe_only)
     if not any(d.plan is not None and d.plan.costs.quantized_linears for d in data):  # needs quantized compute
@@ -201,11 +208,15 @@ EXTRA_STARTS = ({"host_token_s": 5e-5, "admission_s": 1e-3, "eager_moe_layer_ove
 
 
 def fit(train: list[Sample], start: Efficiency | None = None, only: tuple[str, ...] | None = None,
-        steps: list[StepSample] = (), extra_starts: bool = True) -> Efficiency:
+        steps: list[StepSample] = (), extra_starts: bool = True, hold: tuple[str, ...] = (),
+        also: tuple[str, ...] = ()) -> Efficiency:
+    """`hold`: parameters kept at `start`'s values (set from another measurement), whatever `only` says; `also`:
+    opt-in parameters (OPT_IN) fitted besides the others."""
     from scipy.optimize import least_squares
 
     start = start or Efficiency()
-    names = [n for n in free_parameters(train) if only is None or n in only]
+    names = [n for n in free_parameters(train) + [a for a in also if a in OPT_IN]
+             if (only is None or n in only or n in also) and n not in hold]
     if not names:
         return start
     lo = np.array([BOUNDS[n][0] for n in names])
@@ -269,8 +280,8 @@ def widen(stats: dict[str, ResidualStats], base: dict[str, ResidualStats]) -> di
 
 def calibrate(paths: list[str], engine: str, gpu: str, precision: str, holdout_shapes: list[str] | None = None,
               source: str = "", start: Efficiency | None = None, only: tuple[str, ...] | None = None,
-              base_residuals: dict[str, ResidualStats] | None = None, loads: tuple[str, ...] | None = None
-              ) -> tuple[Calibration, dict[str, dict[str, float]]]:
+              base_residuals: dict[str, ResidualStats] | None = None, loads: tuple[str, ...] | None = None,
+              hold: tuple[str, ...] = (), also: tuple[str, ...] = ()) -> tuple[Calibration, dict[str, dict[str, float]]]:
     """Fit on the training shapes; return the calibration (fitted on them) and held-out error per metric.
     `start` and `only` fit a subset of the factors, the rest kept from `start` (e.g. another precision's fit);
     `loads`: the load kinds fitted and scored (None: all). The engine's decode-step log spans every load of a
@@ -286,7 +297,7 @@ def calibrate(paths: list[str], engine: str, gpu: str, precision: str, holdout_s
     steps = [] if loads is not None else [
         st for st in step_samples(runs, {d.shape for d in train})
         if st.scenario.gpu == gpu and (precision == "any" or st.scenario.precision == precision)]
-    eff = fit(train, start, only, steps)
+    eff = fit(train, start, only, steps, hold=hold, also=also)
     stats = residual_stats(train, eff)
     if base_residuals:
         stats = widen(stats, base_residuals)

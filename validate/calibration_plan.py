@@ -15,7 +15,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from capacity.calibration import Calibration
+from capacity.calibration import Calibration, Efficiency
 from validate.errors import ValidateError
 
 REPO = Path(__file__).resolve().parents[1]
@@ -37,6 +37,9 @@ class MeasuredFit(BaseModel):
     max_tp: int = Field(default=1, ge=1)
     start: str | None = Field(default=None, description="an earlier fit whose factors and intervals this one starts from")
     free: list[str] | None = Field(default=None, description="the parameters refitted (None: every one the data identifies)")
+    front_end: Literal["fit", "counters"] = Field(
+        default="fit", description="counters: the front end (request_overhead_s, prompt_token_overhead_s) is read "
+        "from the engine's own counters on the fitted runs' lone requests (validate.front_end) and held out of the fit")
     loads: list[Literal["sync", "concurrency", "burst", "rate"]] | None = Field(
         default=None, description="the load kinds fitted (None: every one); the rest of those runs' points are scored")
     source: str
@@ -99,6 +102,21 @@ def run_dirs(plan_path: Path | str, fit: MeasuredFit) -> list[str]:
     return sorted(str(Path(p).parent) for p in glob.glob(str(root / "*/*/*/points.jsonl")) if "/warmup/" not in p)
 
 
+def counted_front_end(path: Path | str, f: MeasuredFit, dirs: list[str], start: Efficiency | None
+                      ) -> tuple[Efficiency, tuple[str, ...]]:
+    """The fit's starting factors with the front end the engine's counters give on its training runs, and the
+    parameters that holds out of the fit."""
+    from validate.front_end import fit_front_end
+
+    fe = fit_front_end(dirs)
+    if fe is None:
+        raise ValidateError(f"{path}: fit {f.name}: front_end = \"counters\" needs three or more lone-request points "
+                            "with the engine's prefill counters among its fitted runs")
+    eff = (start or Efficiency()).model_copy(update={"request_overhead_s": max(fe.fixed_s, 0.0),
+                                                     "prompt_token_overhead_s": max(fe.per_prompt_token_s, 0.0)})
+    return eff, ("request_overhead_s", "prompt_token_overhead_s")
+
+
 def run_measured_plan(path: Path | str = PLAN_PATH, out_dir: Path | str | None = CALIBRATIONS
                       ) -> tuple[dict[str, Calibration], dict[str, dict]]:
     """Fit every calibration of the plan in order; write each to out_dir (None: write nothing). Returns the
@@ -116,11 +134,14 @@ def run_measured_plan(path: Path | str = PLAN_PATH, out_dir: Path | str | None =
         if not dirs:
             raise ValidateError(f"{path}: fit {f.name}: no results folders under {data_dir(path, f)}")
         start = cals[f.start] if f.start else None
+        start_eff, hold, also = start.efficiency if start else None, (), ()
+        if f.front_end == "counters":  # the front end read, not fitted; the idle engine's step cost fitted instead
+            start_eff, hold = counted_front_end(path, f, dirs, start_eff)
+            also = ("idle_step_s",)
         cal, rep = calibrate(dirs, f.engine, f.gpu, f.precision, plan.holdout_shapes, source=f.source,
-                             start=start.efficiency if start else None,
-                             only=tuple(f.free) if f.free is not None else None,
+                             start=start_eff, only=tuple(f.free) if f.free is not None else None,
                              base_residuals=start.residuals if start else None,
-                             loads=tuple(f.loads) if f.loads is not None else None)
+                             loads=tuple(f.loads) if f.loads is not None else None, hold=hold, also=also)
         cal = cal.model_copy(update={"notes": f.notes})
         if out_dir is not None:
             (Path(out_dir) / f"{cal.engine}--{cal.gpu}--{cal.precision}.json").write_text(cal.model_dump_json(indent=1) + "\n")

@@ -129,6 +129,8 @@ class EngineContext:
     spec_acceptance: float = 0.0  # the chance that each draft is accepted (the first rejection ends the run)
     recv_interval_steps: int = 1  # new arrivals are read every this many decode steps while a batch runs (SGLang)
     steps_ahead: int = 0  # EngineProfile.steps_scheduled_ahead (0 or 1): an arrival to a busy engine is seen a step late
+    prompt_token_overhead_s: float = 0.0  # the front end's time per prompt token, on top of request_overhead_s
+    idle_step_s: float = 0.0  # CPU work of a step that async scheduling hides, exposed when the engine was idle
 
     @classmethod
     def build(cls, plan: Plan, eff: Efficiency, ideal: bool, max_context: int, prefix_hit_rate: float = 0.0,
@@ -156,7 +158,8 @@ class EngineContext:
                    0.0 if ideal else eff.request_overhead_s, 0.0 if ideal else eff.admission_s, prefix_hit_rate,
                    prof.block_size_tokens, prof.reserve_output_at_admission and not ideal, k,
                    float(spec_acceptance) if k else 0.0, 1 if ideal else prof.recv_interval_steps,
-                   0 if ideal else prof.steps_scheduled_ahead)
+                   0 if ideal else prof.steps_scheduled_ahead, 0.0 if ideal else eff.prompt_token_overhead_s,
+                   0.0 if ideal else eff.idle_step_s)
 
 
 @dataclass(frozen=True)
@@ -211,8 +214,12 @@ class _FrontEnd:
     the whole group before tokens flow, so TTFT grows by N × admission_s); tokens the engine makes meanwhile
     reach their clients when the period ends."""
 
-    def __init__(self, admission_s: float, overhead_s: float) -> None:
+    def __init__(self, admission_s: float, overhead_s: float, per_token_s: float = 0.0,
+                 prompt_tokens: list[int] | None = None) -> None:
         self.admission_s, self.overhead_s = admission_s, overhead_s
+        # each request's time on its way in: fixed + per prompt token (tokenizing)
+        self.way_in = ([overhead_s + per_token_s * n for n in prompt_tokens] if per_token_s and prompt_tokens
+                       else None)
         self.period_end = -np.inf
         self.pending: list[int] = []
         self.starts: list[float] = []
@@ -232,11 +239,13 @@ class _FrontEnd:
 
     def flush(self, heap: list[tuple[float, int]]) -> None:
         for i in self.pending:
-            heapq.heappush(heap, (self.period_end + self.overhead_s, i))
+            heapq.heappush(heap, (self.period_end + (self.way_in[i] if self.way_in else self.overhead_s), i))
         self.pending.clear()
 
     def next_handover_s(self) -> float:
-        return self.period_end + self.overhead_s if self.pending else np.inf
+        if not self.pending:
+            return np.inf
+        return self.period_end + (min(self.way_in[i] for i in self.pending) if self.way_in else self.overhead_s)
 
     def deliver(self, t: float) -> float:
         """When a token the engine produced at `t` reaches the client (after any intake in progress)."""
@@ -496,7 +505,7 @@ def simulate(engine: EngineContext, traffic: Traffic, isl: int, osl: int) -> Sim
     table = engine.block_table.tolist()  # blocks one sequence of c tokens holds
     num_blocks = engine.num_blocks
     st = engine.stepper
-    front = _FrontEnd(engine.admission_s, engine.request_overhead_s)
+    front = _FrontEnd(engine.admission_s, engine.request_overhead_s, engine.prompt_token_overhead_s, I.tolist())
     closed = sends is None
     clients = 1 if traffic.kind == "trace" else (shape(traffic.kind).clients(traffic.value) or 1)
     send = [np.nan] * n
@@ -676,6 +685,8 @@ def simulate(engine: EngineContext, traffic: Traffic, isl: int, osl: int) -> Sim
                 p += kk
                 key_sum += kk * st.prefill_keys(kk, done_tok[i])
             dt = st.time_s(d, st.decode_keys(mean_ctx) if d else 0.0, float(p), key_sum / p)
+            if t > last_end:  # the first step after the engine idled: its CPU work is not hidden behind a step
+                dt += engine.idle_step_s
         # advance k steps
         if not decoders.fit(0, num_blocks - prefill_blocks - len(running)):  # fewer free blocks than sequences
             kv_full_time += dt

@@ -234,10 +234,10 @@ def wave(c: StepCosts, eff: Efficiency, budget: float, isl, osl, n, full_length,
         tail = np.where(evicted > 0, recompute + (O - t1) / tau * t_tail, 0.0)
     else:
         t_tail, tail = 0.0, np.zeros_like(evicted * 1.0)
-    duration = k * t_c + main + tail
+    duration = eff.idle_step_s + k * t_c + main + tail  # the first step starts an idle engine
     # the front-end takes the N requests in one by one before it streams first tokens back
     # a request's prompt is done after (k+1)/2 chunk steps on average, after all k when one prompt spans them
-    ttft = eff.request_overhead_s + N * eff.admission_s + np.maximum((k + 1) / 2, k * (N + 1) / (2 * N)) * t_c
+    ttft = eff.front_end_s(I) + eff.idle_step_s + N * eff.admission_s + np.maximum((k + 1) / 2, k * (N + 1) / (2 * N)) * t_c
     gaps = np.maximum(O - 1, 1.0)
     # chunk steps after a request's own prompt is done: (k−1)/2 on average, none when one prompt spans them
     after = np.where(O > 1, np.minimum((k - 1) / 2, k * (N - 1) / (2 * N)), 0.0)
@@ -273,7 +273,7 @@ def steady_state(c: StepCosts, eff: Efficiency, budget: float, isl, osl, running
     itl = (others * f * t_mix + (1 - others * f) * t_dec) / tau
     chunks = np.ceil(I_new / room)
     own_prefill = chunks * np.where(chunks > 1, step_time_s(c, eff, d if mixed else 0, ctx, room, keys, ideal), t_mix)
-    ttft = eff.request_overhead_s + others * t_bar / 2 + own_prefill
+    ttft = eff.front_end_s(I) + others * t_bar / 2 + own_prefill
     rps = lam / t_bar
     return {"ttft": ttft, "itl": itl, "rps": rps, "t_bar": t_bar, "t_dec": t_dec, "t_mix": t_mix, "keys": keys,
             "lam": lam, "running": lam * steps_per_request, "O": O, "I": I}
@@ -312,7 +312,7 @@ def closed_loop(c, eff, budget, isl, osl, users, slots: Slots, ideal, extras=Ext
     if num_requests is not None:
         n = np.maximum(np.asarray(num_requests, dtype=float), B)
         cycle = B / rps  # one round of B requests
-        last = np.where(in_waves, np.maximum(w["duration"] + eff.request_overhead_s, cycle), cycle)
+        last = np.where(in_waves, np.maximum(w["duration"] + eff.front_end_s(w["I"]), cycle), cycle)
         rps = n / ((n / B - 1) * cycle + last)
     return _result(m, m["ttft"] + queue, rps, ~in_waves)
 
@@ -323,7 +323,7 @@ def burst(c, eff, budget, isl, osl, num_requests, slots: Slots, ideal, extras=Ex
     B = np.minimum(N, slots.running)
     one_wave = N <= slots.admitted  # every prompt fits at once: all N run, preemption makes the room
     w = wave(c, eff, budget, isl, osl, np.where(one_wave, N, B), slots.full_length, ideal, extras, mixed)
-    w["rps"] = N / (w["duration"] + eff.request_overhead_s)
+    w["rps"] = N / (w["duration"] + eff.front_end_s(w["I"]))
     s = steady_state(c, eff, budget, isl, osl, B, ideal, extras, mixed)
     I_new = np.maximum(s["I"] * (1 - extras.prefix_hit_rate), 1.0)
     budget_bound = budget / (I_new + (s["O"] - 1 if mixed else 0.0)) < B / s["O"]
@@ -375,7 +375,10 @@ def open_loop(c, eff, budget, isl, osl, rate, slots: Slots, ideal, extras=Extras
     backlog = np.where(over, n / 2 * (1 / rps_max - 1 / np.maximum(R, 1e-12)), 0.0)
     served = np.where(over, rps_max, R)
     s_used = {k: np.where(over, cap[k], v) if k in ("itl", "t_dec", "t_mix", "running") else v for k, v in s.items()}
-    ttft = np.where(over, cap["ttft"], s["ttft"] + wait) + backlog
+    # an arrival finds the engine idle with the chance that nothing is in flight (B in flight on average, Poisson
+    # in number): then its first step pays the CPU work a busy engine overlaps
+    idle = np.exp(-B) * eff.idle_step_s
+    ttft = np.where(over, cap["ttft"], s["ttft"] + wait + idle) + backlog
     if num_requests is not None:  # a finite test: completed ÷ (last end − first start) includes the drain
         e2e = ttft + (s_used["O"] - 1) * s_used["itl"]
         served = n / (n / served + e2e)

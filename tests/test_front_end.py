@@ -1,0 +1,45 @@
+"""The front end read from the engine's own counters (validate.front_end) and the shipped vLLM fit that holds it."""
+
+from pathlib import Path
+
+import numpy as np
+
+from validate.calibration_plan import PLAN_PATH, fitted_run, load_measured_plan, run_dirs
+from validate.front_end import fit_front_end, front_end_points
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _dirs():
+    f = load_measured_plan(PLAN_PATH).named("vllm-bf16")
+    dirs = run_dirs(PLAN_PATH, f)
+    return f, [d for d in dirs if fitted_run(PLAN_PATH, f, d)], [d for d in dirs if not fitted_run(PLAN_PATH, f, d)]
+
+
+def test_a_counters_plan_holds_the_counted_front_end_out_of_the_fit():
+    """front_end = "counters": the fit starts from the least squares of client TTFT − the engine's queue and prefill
+    on its fitted runs' lone requests, and holds both front-end parameters out of the fit."""
+    from validate.calibration_plan import counted_front_end
+
+    f, train, _ = _dirs()
+    fe = fit_front_end(train)
+    eff, hold = counted_front_end(PLAN_PATH, f, train, None)
+    assert (eff.request_overhead_s, eff.prompt_token_overhead_s) == (fe.fixed_s, fe.per_prompt_token_s)
+    assert set(hold) == {"request_overhead_s", "prompt_token_overhead_s"}
+    assert 3e-3 < fe.fixed_s < 8e-3 and 0 < fe.per_prompt_token_s < 5e-6  # a few ms, and µs per token
+
+
+def test_the_counted_front_end_carries_to_held_out_models():
+    """Fitted on one model's ladder; on every held-out lone request with counters (other models and sittings) the
+    front end is within 2.5 ms of it, and no sign of a bias."""
+    _, train, held = _dirs()
+    fe = fit_front_end(train)
+    pts = front_end_points(held)
+    assert len(pts) >= 30 and len({p[0] for p in pts}) >= 5
+    resid = np.array([y - (fe.fixed_s + fe.per_prompt_token_s * x) for _, x, y in pts])
+    assert np.abs(resid).max() < 2.5e-3
+    assert abs(resid.mean()) < 0.5e-3
+
+
+def test_too_few_lone_requests_give_no_front_end(tmp_path):
+    assert fit_front_end([]) is None
