@@ -1,5 +1,6 @@
 """Property tests: monotonicity, units and bounds that must hold for every input."""
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -210,3 +211,20 @@ def test_the_estimate_says_when_the_launch_floor_binds():
     assert graphed.requests_per_s > default.requests_per_s and graphed.itl_s < default.itl_s
     dense = estimate(Scenario(model="meta-llama/Llama-3.1-8B", isl=512, osl=512, load="burst:1000"))
     assert not any("largest CUDA graph" in n for n in dense.notes)  # its launch never outlasts the host floor
+
+
+def test_the_eager_moe_launch_is_the_fused_moe_paths_only():
+    """Above the largest CUDA graph vLLM launches the fused-MoE path op by op (eager MoE cost per MoE layer); MXFP4
+    experts on the H200 run Triton's matmul_ogs, which does not pay it (sitting 20: gpt-oss-20b's 1,024-token prompt is
+    6.2 ms over its 512-token one). The closed forms' step and the simulator's Stepper price it alike."""
+    from capacity.model.stepper import Stepper
+
+    eff = EFF.model_copy(update={"eager_moe_layer_overhead_s": 1e-3, "eager_layer_overhead_s": 0.0})
+    gpt = make_plan(load_model("openai/gpt-oss-20b"), load_gpu("h200-sxm"), "mxfp4", "bf16", VLLM).costs
+    qwen = make_plan(load_model("Qwen/Qwen3-30B-A3B"), load_gpu("h200-sxm"), "bf16", "bf16", VLLM).costs
+    for c, launched in ((gpt, 0.0), (qwen, 1e-3 * qwen.moe_layers)):
+        no_launch = c.__class__(**{**c.__dict__, "max_cudagraph_tokens": float("inf")})
+        assert step_time_s(c, eff, 0, 0, 2048, 1024) - step_time_s(no_launch, eff, 0, 0, 2048, 1024) == \
+            pytest.approx(launched, abs=1e-9)
+        st_ = Stepper.build(c, eff, False)
+        assert st_.time_s(0, 0.0, 2048.0, 1024.0) == pytest.approx(float(step_time_s(c, eff, 0, 0, 2048, 1024)), rel=1e-6)

@@ -18,8 +18,8 @@ import numpy as np
 from capacity.calibration import Efficiency
 from capacity.model.formulas import compiled
 from capacity.model.kv import attended_tokens_decode
-from capacity.model.steptime import (StepCosts, experts_read_per_gpu, fixed_overhead_s, host_token_s, moe_share,
-                                     pipeline_hops_s, sequence_overhead_s)
+from capacity.model.steptime import (StepCosts, eager_launch_s, experts_read_per_gpu, fixed_overhead_s, host_token_s,
+                                     moe_share, pipeline_hops_s, sequence_overhead_s)
 
 
 @dataclass(frozen=True)
@@ -91,8 +91,7 @@ class Stepper:
             # async scheduling off (c.serial_host): the host's per-sequence work adds to the step instead of flooring it
             overhead_per_sequence_s=0.0 if ideal else sequence_overhead_s(c, eff) + (host if c.serial_host else 0.0),
             host_per_sequence_s=0.0 if ideal or c.serial_host else host,
-            launch_floor_s=0.0 if ideal else (eff.eager_layer_overhead_s * c.num_layers
-                                               + eff.eager_moe_layer_overhead_s * c.moe_layers),
+            launch_floor_s=0.0 if ideal else eager_launch_s(c, eff),
             max_graph_tokens=c.max_cudagraph_tokens,
             max_prefill_graph_tokens=c.prefill_graph_limit,
         )

@@ -297,8 +297,7 @@ def step_parts(c: StepCosts, eff: Efficiency, decode_seqs, decode_context, prefi
     comm = comm + pipeline_hops_s(c, eff, tokens)
     overhead = fixed_overhead_s(c, eff) + sequence_overhead_s(c, eff) * (d + np.minimum(p, 1.0))
     # without a CUDA graph the CPU launches the step op by op; the GPU runs behind it, so the launch is a floor
-    launch = ((eff.eager_layer_overhead_s * c.num_layers + eff.eager_moe_layer_overhead_s * c.moe_layers)
-              * (tokens > graph_limit(c, p)))
+    launch = eager_launch_s(c, eff) * (tokens > graph_limit(c, p))
     if ideal:
         total_flops = lin_flops + exp_flops + attn_flops
         total_bytes = lin_bytes + exp_bytes + attn_bytes
@@ -374,7 +373,16 @@ def draft_efficiency(eff: Efficiency) -> Efficiency:
 def draft_cpu_s(c: StepCosts, eff: Efficiency) -> float:
     """The CPU time of one draft forward launched op by op (eager launches × layers, plus its per-forward host work):
     the floor under each of its forwards."""
-    return eff.eager_layer_overhead_s * c.num_layers + eff.eager_moe_layer_overhead_s * c.moe_layers + c.forward_host_s
+    return eager_launch_s(c, eff) + c.forward_host_s
+
+
+def eager_launch_s(c: StepCosts, eff: Efficiency) -> float:
+    """The CPU time to launch one step op by op (more tokens than the largest CUDA graph): per layer, and per MoE layer
+    on vLLM's fused-MoE path. Weight-only FP4 experts (MXFP4 on Hopper) run Triton's matmul_ogs instead, which does not
+    pay the fused-MoE path's launch: gpt-oss-20b's lone prompts of 512 and 1,024 tokens (sitting 20; the second eager,
+    the first graphed) differ by 6.2 ms where that launch cost alone would add 13.7 ms."""
+    return (eff.eager_layer_overhead_s * c.num_layers
+            + eff.eager_moe_layer_overhead_s * (c.moe_layers - c.weight_only_fp4_moe_layers))
 
 
 def draft_key_ratio(c: StepCosts) -> float:
