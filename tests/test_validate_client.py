@@ -107,3 +107,15 @@ def test_payload_pins_exact_lengths():
     text = payload(spec, "m", "transformers", lambda ids: "w" * len(ids))
     assert text["prompt"] == "w" * 8 and '"max_new_tokens": 5' in text["generation_config"]
     assert "ignore_eos" not in text  # transformers serve rejects unknown fields
+
+
+def test_idle_connections_are_dropped_before_the_server_drops_them():
+    """The engines' HTTP servers (uvicorn) close a keep-alive connection idle for `timeout_keep_alive` seconds; the
+    client must let its idle connections go first, or a request sent on one being closed fails (ReadError)."""
+    import uvicorn
+
+    from validate.client import KEEPALIVE_EXPIRY_S
+
+    assert 0 < KEEPALIVE_EXPIRY_S < uvicorn.Config(app=None).timeout_keep_alive
+    client = Client("http://127.0.0.1:1", "m")
+    assert client._http()._transport._pool._keepalive_expiry == KEEPALIVE_EXPIRY_S

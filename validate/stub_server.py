@@ -141,7 +141,13 @@ class StubThread:
         async def main() -> None:
             self.stop_event = asyncio.Event()
             await serve(self.port, self.options, self.ready, self.stop_event)
+            # connections still open: end their handlers here, while the loop runs, not when they are collected
+            rest = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+            for t in rest:
+                t.cancel()
+            await asyncio.gather(*rest, return_exceptions=True)
         self.loop.run_until_complete(main())
+        self.loop.close()
 
     def __enter__(self) -> StubThread:
         self.thread.start()
