@@ -52,6 +52,8 @@ def test_executing_the_plan_gives_the_shipped_calibrations():
      "sittings='all'\nsource=''\nnotes=''\nfree=['warp']\n", "free"),
     ("holdout_shapes = ['1x1']\n[[fit]]\nname='a'\nengine='vllm'\ngpu='h200-sxm'\nprecision='bf16'\ndata='x'\n"
      "sittings='all'\nsource=''\nnotes=''\nloads=['poisson']\n", "loads"),
+    ("holdout_shapes = ['1x1']\n[[fit]]\nname='a'\nengine='vllm'\ngpu='h200-sxm'\nprecision='bf16'\ndata='x'\n"
+     "sittings='all'\nsource=''\nnotes=''\nfront_end='guess'\n", "front_end"),
     ("holdout_shapes = []\n", "holdout_shapes"),
     ("[[[", "cannot read"),
 ])
@@ -75,3 +77,19 @@ def test_a_plan_can_fit_some_shapes_of_a_run_and_score_the_rest():
     fitted = {d.rsplit("/", 1)[1] for d in s19 if fitted_run(PLAN_PATH, f, d)}
     assert fitted == {"128x16", "512x16", "1024x16", "2048x16", "4096x16"}
     assert {d.rsplit("/", 1)[1] for d in s19} - fitted == {"1024x256", "1024x128-uniform0.5"}
+
+
+def test_a_counted_front_end_without_lone_requests_is_one_line_exit_2(tmp_path):
+    """front_end = "counters" on fitted runs with no lone request carrying the engine's prefill counters (sitting 1
+    recorded none): the plan says so in one line naming the fit, instead of fitting a front end from nothing."""
+    plan = tmp_path / "plan.toml"
+    data = PLAN_PATH.parent / "vllm-0.26.0"
+    plan.write_text(f"holdout_shapes = ['512x512']\n[[fit]]\nname='a'\nengine='vllm'\ngpu='h200-sxm'\n"
+                    f"precision='bf16'\ndata='{data}'\nsittings=['sitting-1']\nsource=''\nnotes=''\n"
+                    f"front_end='counters'\n")
+    p = subprocess.run([sys.executable, "-m", "validate.cli", "calibrate", "--plan", str(plan), "--out-dir",
+                        str(tmp_path)], capture_output=True, text=True, timeout=300)
+    assert p.returncode == 2, p.stderr
+    lines = p.stderr.strip().splitlines()
+    assert len(lines) == 1 and "fit a" in lines[0] and "counters" in lines[0] and "Traceback" not in p.stderr
+    assert not list(tmp_path.glob("*.json"))
