@@ -222,6 +222,7 @@ class _FrontEnd:
                        else None)
         self.period_end = -np.inf
         self.pending: list[int] = []
+        self.soonest_way_in = np.inf  # the shortest way in among the pending requests
         self.starts: list[float] = []
         self.ends: list[float] = []
 
@@ -236,16 +237,16 @@ class _FrontEnd:
         if self.admission_s > 0:
             self.ends[-1] = self.period_end
         self.pending.append(request)
+        self.soonest_way_in = min(self.soonest_way_in, self.way_in[request] if self.way_in else self.overhead_s)
 
     def flush(self, heap: list[tuple[float, int]]) -> None:
         for i in self.pending:
             heapq.heappush(heap, (self.period_end + (self.way_in[i] if self.way_in else self.overhead_s), i))
         self.pending.clear()
+        self.soonest_way_in = np.inf
 
     def next_handover_s(self) -> float:
-        if not self.pending:
-            return np.inf
-        return self.period_end + (min(self.way_in[i] for i in self.pending) if self.way_in else self.overhead_s)
+        return self.period_end + self.soonest_way_in if self.pending else np.inf
 
     def deliver(self, t: float) -> float:
         """When a token the engine produced at `t` reaches the client (after any intake in progress)."""
