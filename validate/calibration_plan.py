@@ -136,7 +136,8 @@ def run_measured_plan(path: Path | str = PLAN_PATH, out_dir: Path | str | None =
         start = cals[f.start] if f.start else None
         start_eff, hold, also = start.efficiency if start else None, (), ()
         if f.front_end == "counters":  # the front end read, not fitted; the idle engine's step cost fitted instead
-            start_eff, hold = counted_front_end(path, f, dirs, start_eff)
+            trained = [d for d in dirs if Path(d).name not in plan.holdout_shapes]  # held-out shapes stay unread
+            start_eff, hold = counted_front_end(path, f, trained, start_eff)
             also = ("idle_step_s",)
         cal, rep = calibrate(dirs, f.engine, f.gpu, f.precision, plan.holdout_shapes, source=f.source,
                              start=start_eff, only=tuple(f.free) if f.free is not None else None,
