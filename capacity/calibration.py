@@ -69,12 +69,12 @@ class Efficiency(BaseModel):
                                "wave of a lockstep closed loop)")
     prompt_token_overhead_s: float = Field(0.0, ge=0, description="added to TTFT per prompt token: the front end's "
                                            "tokenizing and input processing, outside the engine's step")
+    admission_s: float = Field(0.0, ge=0, description="front-end time per request, serial: requests submitted together "
+                                                      "wait for the whole group to be taken in before tokens flow")
 
     def front_end_s(self, prompt_tokens):
         """A request's time in the front end on its way to the engine and back: fixed + per prompt token."""
         return self.request_overhead_s + self.prompt_token_overhead_s * prompt_tokens
-    admission_s: float = Field(0.0, ge=0, description="front-end time per request, serial: requests submitted together "
-                                                      "wait for the whole group to be taken in before tokens flow")
 
 
 class ResidualStats(BaseModel):

@@ -177,19 +177,26 @@ def point_scenario(run: MeasuredRun, p: PointResult, **overrides) -> Scenario:
     return Scenario(**{**fields, "isl": isl, "osl": osl, "load": p.load, **extra, **overrides})
 
 
-def recorded_requests(run_dir: Path, load: str) -> pd.DataFrame | None:
-    """The point's requests in send order: requests.csv as the campaign packs it, or a run's requests.jsonl (its mean
-    ITL per request taken from the gaps); None when the folder holds neither or none of that load."""
+def read_requests(run_dir: Path) -> pd.DataFrame | None:
+    """Every recorded request of a results folder: requests.csv as the campaign packs it, or a run's requests.jsonl
+    (its mean ITL per request taken from the gaps); None when the folder holds neither."""
     csv, jsonl = run_dir / "requests.csv", run_dir / "requests.jsonl"
     if csv.exists():
-        df = pd.read_csv(csv)
-    elif jsonl.exists():
-        df = pd.DataFrame([r.model_dump() for r in ResultsDir(run_dir).requests()])
-        if len(df):
-            df["mean_itl_s"] = [float(np.mean(g)) if g else np.nan for g in df["itls_s"]]
-    else:
+        return pd.read_csv(csv)
+    if not jsonl.exists():
         return None
-    df = df[df["load"] == load] if len(df) else df
+    df = pd.DataFrame([r.model_dump() for r in ResultsDir(run_dir).requests()])
+    if len(df):
+        df["mean_itl_s"] = [float(np.mean(g)) if g else np.nan for g in df["itls_s"]]
+    return df
+
+
+def recorded_requests(run_dir: Path, load: str, requests: pd.DataFrame | None = None) -> pd.DataFrame | None:
+    """The point's requests in send order (`requests`: the folder's, if already read); None when there are none."""
+    df = read_requests(run_dir) if requests is None else requests
+    if df is None or not len(df):
+        return None
+    df = df[df["load"] == load]
     return df.sort_values("start_s") if len(df) else None
 
 
@@ -197,19 +204,22 @@ STEADY_RATIO = 2.0  # an open-loop point whose first quarter of requests decodes
 STEADY_MIN_REQUESTS = 40
 
 
-def steadiness_flags(run_dir: Path, load: str) -> list[str]:
+def is_open_loop(load: str) -> bool:
+    try:
+        return load_of(load).shape.regime == "open arrivals"
+    except (ValueError, CapacityError):
+        return False
+
+
+def steadiness_flags(run_dir: Path, load: str, requests: pd.DataFrame | None = None) -> list[str]:
     """An open-loop point is a steady state only if its requests decode alike from first to last: arrivals do not
     change over the point, so the mean ITL of its first quarter of requests (by send time) should match its last
     quarter's. Stalls do not: kernels compiling for batch shapes met for the first time stop the engine loop for a
     second or more while a backlog builds, then it catches up. Of the committed open-loop points whose Triton cache
     grew by 15 or more kernels while they ran, three of four came out 2.1–15.8× slower in their first quarter (the
     fourth 1.07×); of those that compiled none, none above 1.6×. Closed loops and bursts are left alone: their first
-    requests start together by design."""
-    try:
-        regime = load_of(load).shape.regime
-    except (ValueError, CapacityError):
-        return []
-    df = recorded_requests(run_dir, load) if regime == "open arrivals" else None
+    requests start together by design. `requests`: the folder's, if already read."""
+    df = recorded_requests(run_dir, load, requests) if is_open_loop(load) else None
     if df is None:
         return []
     itl = df.loc[df["error"].isna() | (df["error"] == ""), "mean_itl_s"].dropna().to_numpy(float)
@@ -260,11 +270,13 @@ def compare_run(run: MeasuredRun, calibrations: dict[str, Calibration | None]) -
     """One row per (point, mode); modes map a name to a calibration (None = the shipped default, 'ideal' = roofline)."""
     rows = []
     compiled = compiled_while_timed(Path(run.path))
+    # the run's requests, read once and only if an open-loop point needs them (the steadiness check)
+    requests = read_requests(Path(run.path)) if any(is_open_loop(p.load) for p in run.points) else None
     for p in run.points:
         if p.completed == 0:
             continue
-        jit = ([f"{compiled[p.load]} Triton kernels compiled while this point ran (timed during JIT warm-up)"]
-               if p.load in compiled else []) + steadiness_flags(Path(run.path), p.load)
+        load_flags = ([f"{compiled[p.load]} Triton kernels compiled while this point ran (timed during JIT warm-up)"]
+                      if p.load in compiled else []) + steadiness_flags(Path(run.path), p.load, requests)
         for mode, cal in calibrations.items():
             try:
                 s = point_scenario(run, p, ideal=(mode == "ideal"))
@@ -278,7 +290,7 @@ def compare_run(run: MeasuredRun, calibrations: dict[str, Calibration | None]) -
                    "measured_kv_tokens": run.facts.get("kv_cache_tokens"), "predicted_kv_tokens": e.kv_capacity_tokens,
                    "prefix_hit_rate": s.prefix_hit_rate, "telemetry": _telemetry_line(p),
                    "flags": "; ".join((p.engine_telemetry.flags if p.engine_telemetry else [])
-                                      + (roofline_flags(s, p) if mode != "ideal" else []) + jit)}
+                                      + (roofline_flags(s, p) if mode != "ideal" else []) + load_flags)}
             for mk, pk in METRICS.items():
                 meas, pred = getattr(p, mk), getattr(e, pk)
                 row[f"measured_{pk}"] = meas

@@ -214,12 +214,9 @@ class _FrontEnd:
     the whole group before tokens flow, so TTFT grows by N × admission_s); tokens the engine makes meanwhile
     reach their clients when the period ends."""
 
-    def __init__(self, admission_s: float, overhead_s: float, per_token_s: float = 0.0,
-                 prompt_tokens: list[int] | None = None) -> None:
-        self.admission_s, self.overhead_s = admission_s, overhead_s
-        # each request's time on its way in: fixed + per prompt token (tokenizing)
-        self.way_in = ([overhead_s + per_token_s * n for n in prompt_tokens] if per_token_s and prompt_tokens
-                       else None)
+    def __init__(self, admission_s: float, overhead_s: float, per_token_s: float, prompt_tokens: list[int]) -> None:
+        self.admission_s = admission_s
+        self.way_in = [overhead_s + per_token_s * n for n in prompt_tokens]  # fixed + per prompt token (tokenizing)
         self.period_end = -np.inf
         self.pending: list[int] = []
         self.soonest_way_in = np.inf  # the shortest way in among the pending requests
@@ -237,11 +234,11 @@ class _FrontEnd:
         if self.admission_s > 0:
             self.ends[-1] = self.period_end
         self.pending.append(request)
-        self.soonest_way_in = min(self.soonest_way_in, self.way_in[request] if self.way_in else self.overhead_s)
+        self.soonest_way_in = min(self.soonest_way_in, self.way_in[request])
 
     def flush(self, heap: list[tuple[float, int]]) -> None:
         for i in self.pending:
-            heapq.heappush(heap, (self.period_end + (self.way_in[i] if self.way_in else self.overhead_s), i))
+            heapq.heappush(heap, (self.period_end + self.way_in[i], i))
         self.pending.clear()
         self.soonest_way_in = np.inf
 
