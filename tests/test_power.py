@@ -23,7 +23,11 @@ def test_power_json_and_page_are_what_the_data_gives():
 def test_the_fit_holds_out_what_it_says():
     k = shipped_power()
     assert k is not None and k.fitted_on and k.held_out
-    assert all("Llama-3.1-8B" in x for x in k.fitted_on) and not any("Llama" in x for x in k.held_out)
+    trained = {x.split("/")[0] for x in k.fitted_on}
+    assert all("Llama-3.1-8B" in x for x in k.fitted_on)
+    # a Llama point is held out only when its sitting is not a training sitting (a later one, not yet named)
+    assert not any("Llama" in x and x.split("/")[0] in trained for x in k.held_out)
+    assert any("Llama" not in x for x in k.held_out)
     assert 0 < k.idle < 1 and k.memory >= 0 and k.compute >= 0
 
 
