@@ -44,9 +44,10 @@ class Efficiency(BaseModel):
                                         "sync points on one H200 (vLLM 0.26, sitting 9) set it, a guess from one model")
     eager_layer_overhead_s: float = Field(3e-5, ge=0, description="CPU time per layer to launch a step with more tokens "
                                                                   "than the largest CUDA graph (op by op): a floor under "
-                                                                  "the step, pipelined with the GPU")
-    eager_moe_layer_overhead_s: float = Field(0.0, ge=0, description="the same per MoE layer, on top (the fused-MoE "
-                                                                     "path launched op by op)")
+                                                                  "the step, the GPU runs behind it")
+    eager_moe_layer_overhead_s: float = Field(0.0, ge=0, description="the same per MoE layer, added to the step (the "
+                                                                     "fused-MoE path launched op by op does not "
+                                                                     "overlap)")
     quant_linear_s: float = Field(0.0, ge=0, description="time per step of each linear layer whose activations are "
                                   "quantized (FP8 / FP4 compute: a dynamic activation-quantization kernel before "
                                   "its GEMM, a fixed small-kernel cost in a CUDA graph). vLLM 0.26's FP8 on one H200: "

@@ -18,7 +18,7 @@ import numpy as np
 from capacity.calibration import Efficiency
 from capacity.model.formulas import compiled
 from capacity.model.kv import attended_tokens_decode
-from capacity.model.steptime import (StepCosts, eager_launch_s, experts_read_per_gpu, fixed_overhead_s, host_token_s,
+from capacity.model.steptime import (StepCosts, eager_added_s, eager_floor_s, experts_read_per_gpu, fixed_overhead_s, host_token_s,
                                      moe_share, pipeline_hops_s, sequence_overhead_s)
 
 
@@ -48,7 +48,8 @@ class Stepper:
     overhead_fixed_s: float
     overhead_per_sequence_s: float
     host_per_sequence_s: float
-    launch_floor_s: float
+    launch_floor_s: float  # the dense layers' op-by-op launch, a floor under an eager step
+    launch_added_s: float  # the fused-MoE path's, added to it
     max_graph_tokens: float
     max_prefill_graph_tokens: float  # steps with a prompt chunk (StepCosts.prefill_graph_limit)
     _touched: dict = field(default_factory=dict, compare=False, repr=False)
@@ -91,7 +92,8 @@ class Stepper:
             # async scheduling off (c.serial_host): the host's per-sequence work adds to the step instead of flooring it
             overhead_per_sequence_s=0.0 if ideal else sequence_overhead_s(c, eff) + (host if c.serial_host else 0.0),
             host_per_sequence_s=0.0 if ideal or c.serial_host else host,
-            launch_floor_s=0.0 if ideal else eager_launch_s(c, eff),
+            launch_floor_s=0.0 if ideal else eager_floor_s(c, eff),
+            launch_added_s=0.0 if ideal else eager_added_s(c, eff),
             max_graph_tokens=c.max_cudagraph_tokens,
             max_prefill_graph_tokens=c.prefill_graph_limit,
         )
@@ -143,7 +145,7 @@ class Stepper:
         return hit
 
     def _parts(self, d: float, decode_keys_per_seq: float, p: float, prefill_keys_per_token: float):
-        """(GPU busy time with overheads, host floor, launch floor) of one step."""
+        """(GPU busy time with overheads, floor: the host and an eager step's dense launch, added launch) of one step."""
         tokens = d + p
         sampled = d + min(p, 1.0)
         lin_f = self.lin_flops_per_token * tokens + self.head_flops_per_logit * sampled
@@ -165,8 +167,10 @@ class Stepper:
                + comm)
         busy = gpu + self.overhead_fixed_s + self.overhead_per_sequence_s * sampled
         limit = self.max_prefill_graph_tokens if p > 0 else self.max_graph_tokens
-        launch = self.launch_floor_s if tokens > limit else 0.0
-        return busy, self.host_per_sequence_s * sampled, launch
+        host = self.host_per_sequence_s * sampled
+        if tokens > limit:  # op by op: the dense launch floors the step with the host, the MoE launch adds to it
+            return busy, (host if host >= self.launch_floor_s else self.launch_floor_s), self.launch_added_s
+        return busy, host, 0.0
 
     def time_s(self, decode_seqs: float, decode_keys_per_seq: float, prefill_tokens: float,
                prefill_keys_per_token: float) -> float:

@@ -220,7 +220,7 @@ class StepParts:
     overhead_s: np.ndarray
     gpu_s: np.ndarray  # operators and communication, without the overheads
     host_s: np.ndarray  # the pipelined host floor (host_token_s × sequences)
-    launch_s: np.ndarray  # op-by-op launch time of a step larger than the largest CUDA graph, added (0 when graphed)
+    launch_s: np.ndarray  # what op-by-op launch adds to a step larger than the largest CUDA graph (0 when graphed)
     time_s: np.ndarray
 
     @property
@@ -296,8 +296,11 @@ def step_parts(c: StepCosts, eff: Efficiency, decode_seqs, decode_context, prefi
         comm = np.zeros_like(tokens)
     comm = comm + pipeline_hops_s(c, eff, tokens)
     overhead = fixed_overhead_s(c, eff) + sequence_overhead_s(c, eff) * (d + np.minimum(p, 1.0))
-    # without a CUDA graph the CPU launches the step op by op; the GPU runs behind it, so the launch is a floor
-    launch = eager_launch_s(c, eff) * (tokens > graph_limit(c, p))
+    # without a CUDA graph the CPU launches the step op by op: the GPU runs behind the dense layers' launches (a floor
+    # under the step), while the fused-MoE path's launches add to it (eager_floor_s, eager_added_s)
+    eager = tokens > graph_limit(c, p)
+    floor = eager_floor_s(c, eff) * eager
+    added = eager_added_s(c, eff) * eager
     if ideal:
         total_flops = lin_flops + exp_flops + attn_flops
         total_bytes = lin_bytes + exp_bytes + attn_bytes
@@ -315,7 +318,9 @@ def step_parts(c: StepCosts, eff: Efficiency, decode_seqs, decode_context, prefi
                      c.bandwidth_bytes_per_s, eff.weight_bandwidth)
         gpu = t_lin + t_exp + t_dec + t_pre + comm
         host = host_token_s(c, eff) * (d + np.minimum(p, 1.0))
-        time = (gpu + overhead + host if c.serial_host else np.maximum(gpu + overhead, host)) + launch
+        base = gpu + overhead + host if c.serial_host else np.maximum(gpu + overhead, host)
+        time = np.maximum(base, floor) + added
+        launch = time - base  # what op-by-op launch adds to the step (0 when graphed)
     shape = np.broadcast_shapes(tokens.shape, np.shape(gpu), np.shape(time))
     return StepParts(lin_flops, lin_bytes, exp_flops, exp_bytes, attn_flops, attn_bytes,
                      np.broadcast_to(comm, shape), np.broadcast_to(overhead, shape), np.broadcast_to(gpu, shape),
@@ -377,12 +382,26 @@ def draft_cpu_s(c: StepCosts, eff: Efficiency) -> float:
 
 
 def eager_launch_s(c: StepCosts, eff: Efficiency) -> float:
-    """The CPU time to launch one step op by op (more tokens than the largest CUDA graph): per layer, and per MoE layer
-    on vLLM's fused-MoE path. Weight-only FP4 experts (MXFP4 on Hopper) run Triton's matmul_ogs instead, which does not
-    pay the fused-MoE path's launch: gpt-oss-20b's lone prompts of 512 and 1,024 tokens (sitting 20; the second eager,
-    the first graphed) differ by 6.2 ms where that launch cost alone would add 13.7 ms."""
-    return (eff.eager_layer_overhead_s * c.num_layers
-            + eff.eager_moe_layer_overhead_s * (c.moe_layers - c.weight_only_fp4_moe_layers))
+    """The CPU time to launch one step op by op (more tokens than the largest CUDA graph): its floor and its added
+    part together (a draft model's forwards, which run behind nothing, pay both)."""
+    return eager_floor_s(c, eff) + eager_added_s(c, eff)
+
+
+def eager_floor_s(c: StepCosts, eff: Efficiency) -> float:
+    """The CPU time to launch every layer of a step op by op: a floor under the step, since the GPU runs the kernels
+    behind their launches. Measured (sitting 21, Qwen3-8B FP8, the same prompts at default graphs and with graphs to
+    2,048): 5-11 ms slower eager at 768-1,536 tokens, equal at 2,048 and 4,096, where the GPU step is longer than the
+    launch."""
+    return eff.eager_layer_overhead_s * c.num_layers
+
+
+def eager_added_s(c: StepCosts, eff: Efficiency) -> float:
+    """The launch per MoE layer on vLLM's fused-MoE path, added to the step: its eager cost stays when the GPU step is
+    long (sitting 6: +25 ms at 640 and 1,024 decoding sequences alike; sitting 22: Qwen3-30B-A3B's eager prompts flat
+    at 62-80 ms from 640 to 2,048 tokens). Weight-only FP4 experts (MXFP4 on Hopper) run Triton's matmul_ogs instead,
+    which does not pay it: gpt-oss-20b's lone prompts of 512 and 1,024 tokens (sitting 20; the second eager, the first
+    graphed) differ by 6.2 ms where that launch cost alone would add 13.7 ms."""
+    return eff.eager_moe_layer_overhead_s * (c.moe_layers - c.weight_only_fp4_moe_layers)
 
 
 def draft_key_ratio(c: StepCosts) -> float:
