@@ -423,7 +423,7 @@ def write_doc(df: pd.DataFrame, reports: dict, runs: dict[str, MeasuredRun], sg:
     ladder = cal[cal["run"].str.contains("sitting-4/Llama-3.1-8B-bf16-ladder") & cal["load"].str.startswith("concurrency")]
     ladder_ttft = f"{pct(ladder['error_ttft_s'].min())} … {pct(ladder['error_ttft_s'].max())}"
     n_fit = {p: c.residuals["itl_s"].count for p, c in cals.items()}
-    eager_floor_ms = (vllm_fit.eager_moe_layer_overhead_s * 48 + vllm_fit.eager_layer_overhead_s * 48) * 1e3
+    eager_floor_ms = vllm_fit.eager_layer_overhead_s * 48 * 1e3  # the dense launch floor of a 48-layer model
     cal_lines = []
     for p, rep in reports.items():
         held = rep["held_out"]
@@ -547,12 +547,14 @@ the same 128/512 ladder (384, 512, 640 and 1,024 sequences, one wave each) with 
 before the run). Qwen3-30B-A3B did: without graphs it stepped ~70 ms at 640 sequences and 84–93 ms at 1,024
 (its log), with graphs 44 and 72–76 ms, the dense model's host floor. So the MoE's large-batch excess of sittings
 1, 2 and 5 (97–127 ms, 70–82 ms) was neither slow expert GEMMs nor only host time: its fused-MoE layers launched
-op by op take ~70–95 ms of CPU per step whatever the batch, and the GPU waits for them. The model carries this as
-a launch floor under every step larger than the engine's largest CUDA graph (`eager_moe_layer_overhead_s` per
-MoE layer, fitted at {vllm_fit.eager_moe_layer_overhead_s * 1e3:.2f} ms: a {eager_floor_ms:.0f} ms floor for this
-48-layer model; dense layers {vllm_fit.eager_layer_overhead_s * 1e6:.0f} µs each, which never binds). It is a floor,
-not an added cost: a prefill step's GPU time hides it. It over-predicts the 640-sequence step (+{(eager_floor_ms / 71 - 1) * 100:.0f} %, 71 ms
-measured) and fits 1,024; the MoE bursts of sitting 6 (never fitted) come out at
+op by op take ~70–95 ms of CPU per step whatever the batch, and the GPU waits for them. The model carries it as
+an added cost on every step larger than the engine's largest CUDA graph (`eager_moe_layer_overhead_s` per MoE layer,
+fitted at {vllm_fit.eager_moe_layer_overhead_s * 1e3:.2f} ms: {vllm_fit.eager_moe_layer_overhead_s * 48e3:.0f} ms for
+this 48-layer model; added since sitting 7, where eager cost a constant ~25 ms more than graphed at 640 and 1,024
+sequences). A dense layer's op-by-op launch is a floor instead (`eager_layer_overhead_s`, fitted at
+{vllm_fit.eager_layer_overhead_s * 1e6:.0f} µs per layer, {eager_floor_ms:.0f} ms for 48 layers): the GPU runs behind
+it, so only a short eager step shows it (sitting 21: Qwen3-8B FP8's 1,024-token prompt 5–16 ms slower at default
+graphs than graphed, equal at 2,048). The MoE bursts of sitting 6 (never fitted) come out at
 {err("Qwen/Qwen3-30B-A3B", "512x512", "burst:1000", 6)} and {err("Qwen/Qwen3-30B-A3B", "128x1024", "burst:1000", 6)} requests/s
 (512/512, 128/1024; {err("Qwen/Qwen3-30B-A3B", "512x512", "burst:1000", 6, "itl_s")} and
 {err("Qwen/Qwen3-30B-A3B", "128x1024", "burst:1000", 6, "itl_s")} ITL). Predicted before that run, by the model without the

@@ -376,32 +376,34 @@ def draft_efficiency(eff: Efficiency) -> Efficiency:
 
 
 def draft_cpu_s(c: StepCosts, eff: Efficiency) -> float:
-    """The CPU time of one draft forward launched op by op (eager launches × layers, plus its per-forward host work):
-    the floor under each of its forwards."""
-    return eager_launch_s(c, eff) + c.forward_host_s
-
-
-def eager_launch_s(c: StepCosts, eff: Efficiency) -> float:
-    """The CPU time to launch one step op by op (more tokens than the largest CUDA graph): its floor and its added
-    part together (a draft model's forwards, which run behind nothing, pay both)."""
-    return eager_floor_s(c, eff) + eager_added_s(c, eff)
+    """The CPU time of one draft forward (the engine's per-forward figure, launches included, plus an MoE draft's
+    fused-MoE launches): the floor under each of its forwards. A draft does not pay the target's eager floor per layer:
+    at 0.76 ms per layer Qwen3-0.6B's four drafts would take 85 ms of a verification step measured at 22.9 ms (sitting
+    12)."""
+    return c.forward_host_s + eager_added_s(c, eff)
 
 
 def eager_floor_s(c: StepCosts, eff: Efficiency) -> float:
-    """The CPU time to launch every layer of a step op by op: a floor under the step, since the GPU runs the kernels
-    behind their launches. Measured (sitting 21, Qwen3-8B FP8, the same prompts at default graphs and with graphs to
-    2,048): 5-11 ms slower eager at 768-1,536 tokens, equal at 2,048 and 4,096, where the GPU step is longer than the
-    launch."""
-    return eff.eager_layer_overhead_s * c.num_layers
+    """The CPU time to launch a step's layers op by op where the GPU runs behind the launches: a floor under the step.
+    Measured (sitting 21, Qwen3-8B FP8, the same prompts at default graphs and with graphs to 2,048): 5-11 ms slower
+    eager at 768-1,536 tokens, equal at 2,048 and 4,096, where the GPU step is longer than the launch. A layer on
+    vLLM's fused-MoE path is not in it: that path waits for the GPU inside the layer, so its whole launch is added
+    (`eager_added_s`)."""
+    return eff.eager_layer_overhead_s * (c.num_layers - fused_moe_layers(c))
+
+
+def fused_moe_layers(c: StepCosts) -> int:
+    """MoE layers on vLLM's fused-MoE path (weight-only FP4 experts run Triton's matmul_ogs instead)."""
+    return c.moe_layers - c.weight_only_fp4_moe_layers
 
 
 def eager_added_s(c: StepCosts, eff: Efficiency) -> float:
-    """The launch per MoE layer on vLLM's fused-MoE path, added to the step: its eager cost stays when the GPU step is
+    """The launch of a layer on vLLM's fused-MoE path (all its kernels, attention included), added to the step: its eager cost stays when the GPU step is
     long (sitting 6: +25 ms at 640 and 1,024 decoding sequences alike; sitting 22: Qwen3-30B-A3B's eager prompts flat
     at 62-80 ms from 640 to 2,048 tokens). Weight-only FP4 experts (MXFP4 on Hopper) run Triton's matmul_ogs instead,
     which does not pay it: gpt-oss-20b's lone prompts of 512 and 1,024 tokens (sitting 20; the second eager, the first
     graphed) differ by 6.2 ms where that launch cost alone would add 13.7 ms."""
-    return eff.eager_moe_layer_overhead_s * (c.moe_layers - c.weight_only_fp4_moe_layers)
+    return eff.eager_moe_layer_overhead_s * fused_moe_layers(c)
 
 
 def draft_key_ratio(c: StepCosts) -> float:
