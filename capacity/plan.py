@@ -196,7 +196,8 @@ def make_plan(m: ModelArch, gpu: Gpu, precision: str, kv_precision: str, profile
         notes.append(f"pipeline of {pp} stages of {tp} GPU{'s' if tp > 1 else ''}: {pp} batches in flight, each priced as "
                      "the whole model's step on one stage's GPUs plus the stage-to-stage sends; not measured here")
     if draft is not None:
-        costs = replace(costs, draft=draft_costs(draft, w_draft, gpu, kv_b, tp, profile.draft_forward_host_s))
+        costs = replace(costs, draft=draft_costs(draft, w_draft, gpu, kv_b, tp, profile.draft_forward_host_s
+                                                         + profile.draft_layer_launch_s * draft.num_layers))
         notes.append(f"draft model {draft.name}: bf16 weights, {draft_kv * tp / KiB:,.0f} KiB of KV per token on top of the "
                      "target's; its forwards priced op by op after each verification step")
     return Plan(m, gpu, profile, fmt, cp, kv_b, tp, ep, num_gpus // (tp * pp), w, mem, costs,

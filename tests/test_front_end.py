@@ -30,15 +30,20 @@ def test_a_counters_plan_holds_the_counted_front_end_out_of_the_fit():
 
 
 def test_the_counted_front_end_carries_to_held_out_models():
-    """Fitted on one model's ladder; on every held-out lone request with counters (other models and sittings) the
-    front end is within 2.5 ms of it, and no sign of a bias."""
+    """Fitted on one model's ladder (128 … 4,096 tokens); on every held-out lone request with counters (other models
+    and sittings) of up to 2,048 tokens the front end is within 2.5 ms of it, with no sign of a bias. Longer prompts
+    (sittings 21–22: 4,096 and 8,192 tokens on four models) take less than the per-token term says (up to 5 ms less
+    at 8,192): it does not carry there, which is one reason the candidate is not shipped."""
     _, train, held = _dirs()
     fe = fit_front_end(train)
     pts = front_end_points(held)
     assert len(pts) >= 30 and len({p[0] for p in pts}) >= 5
-    resid = np.array([y - (fe.fixed_s + fe.per_prompt_token_s * x) for _, x, y in pts])
-    assert np.abs(resid).max() < 2.5e-3
-    assert abs(resid.mean()) < 0.5e-3
+    x = np.array([p[1] for p in pts])
+    resid = np.array([y - (fe.fixed_s + fe.per_prompt_token_s * n) for _, n, y in pts])
+    short = x <= 2048
+    assert np.abs(resid[short]).max() < 2.5e-3
+    assert abs(resid[short].mean()) < 0.5e-3
+    assert resid[~short].mean() < -1e-3 and np.abs(resid[~short]).max() < 5.5e-3  # over-priced by ~2 ms on average
 
 
 def test_too_few_lone_requests_give_no_front_end(tmp_path):

@@ -70,6 +70,8 @@ class EngineProfile(BaseModel):
                                                      "runner: full sampler warm-up, CUDA-graph estimate subtracted)")
     draft_forward_host_s: float = Field(0.0, ge=0, description="a draft model's CPU work per forward besides its "
                                         "op-by-op launches (vLLM's V1 drafter); the GPU runs behind it")
+    draft_layer_launch_s: float = Field(0.0, ge=0, description="a draft model's CPU launch per layer of each forward "
+                                        "(the drafter's own, not the target's eager floor)")
     async_scheduling: bool = Field(True, description="the CPU schedules and prepares step n+1 while the GPU runs step n; "
                                                      "False: that work (exposed_step_host_s) is added to every step")
     exposed_step_host_s: float = Field(0.0, ge=0, le=1, description="the CPU's work per step (schedule, prepare inputs, "

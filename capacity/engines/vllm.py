@@ -89,13 +89,14 @@ PROFILE = EngineProfile(
     # sitting 11).
     exposed_step_host_s=3.0e-3,
     # A draft model (method draft_model) runs on the V1 runner's drafter: a forward lasts max(GPU work + overheads,
-    # this CPU time per forward) (capacity.model.steptime.draft_forwards_s). 4.5 ms per forward is identified by ONE
-    # point (sitting 12, Qwen3-8B + Qwen3-0.6B, 4 drafts, acceptance 0, one request at a time: ITL 22.9 ms), so it is a
-    # guess, and it absorbs the few ms of Triton compiles during that point; 16 and 64 clients of the same run are held
-    # out. Until 2026-12-03 it was 2.4 ms plus the target's eager launch per layer (74 us x 28 layers); since the
-    # target's op-by-op launch became a floor of 0.76 ms per layer (sitting 21), which the drafter evidently does not
-    # pay, the same point's whole figure is kept here: 2.4 + 2.07 ms.
-    draft_forward_host_s=4.5e-3,
+    # its CPU time: this per forward plus draft_layer_launch_s per draft layer) (capacity.model.steptime.
+    # draft_forwards_s). 2.4 ms per forward is identified by ONE point (sitting 12, Qwen3-8B + Qwen3-0.6B, 4 drafts,
+    # acceptance 0, one request at a time: ITL 22.9 ms), so it is a guess, and it absorbs the few ms of Triton compiles
+    # during that point; 16 and 64 clients of the same run are held out. The per-layer launch is the 74 us it was
+    # fitted beside (the target's eager launch until 2026-12-03): the target's op-by-op launch is now a floor of
+    # 0.76 ms per layer (sitting 21), which the drafter evidently does not pay (4 drafts of 28 layers would take 85 ms).
+    draft_forward_host_s=2.4e-3,
+    draft_layer_launch_s=7.4e-5,
     mixed_prefill=True,
 )
 
