@@ -64,3 +64,9 @@ def test_campaign_and_predictions_read_the_one_grammar():
         source = (ROOT / script).read_text()
         assert "parse_point(" in source
         assert not any(f'kind == "{k}"' in source for k in GRAMMAR if k not in ("rates", "sync", "concurrency")), script
+
+
+def test_a_profiled_point_is_a_lone_request_point_never_recorded():
+    p = parse_point("profsync:3")
+    assert (p.profiled, p.recorded, p.num_requests, p.load.label) == (True, False, 3, "sync")
+    assert not parse_point("sync:3").profiled

@@ -10,6 +10,8 @@ predicted beforehand by scripts/predict_spec.py): one parser for both, over capa
     prate:R:N       N requests at R per second, Poisson arrivals
     crate:R:N       the same, evenly spaced
     rates:K:S       K rates evenly spaced between the measured sync and burst rates, S seconds each
+    profsync:N      N requests one at a time under the engine's torch profiler (its trace summarized; not recorded
+                    as a measurement: the profiler slows the host)
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from capacity.errors import WorkloadError
 from capacity.load import Load, parse_load
 from validate.errors import UsageError
 
-PointKind = Literal["sync", "concurrency", "burst", "warmburst", "warmprate", "prate", "crate", "rates"]
+PointKind = Literal["sync", "concurrency", "burst", "warmburst", "warmprate", "prate", "crate", "rates", "profsync"]
 # kind: (load kind, the fields after the kind)
 GRAMMAR: dict[str, tuple[str | None, tuple[str, ...]]] = {
     "sync": ("sync", ("num_requests",)),
@@ -33,6 +35,7 @@ GRAMMAR: dict[str, tuple[str | None, tuple[str, ...]]] = {
     "prate": ("rate", ("value", "num_requests")),
     "crate": ("rate", ("value", "num_requests")),
     "rates": (None, ("count", "seconds")),
+    "profsync": ("sync", ("num_requests",)),
 }
 
 
@@ -48,6 +51,7 @@ class SpecPoint(BaseModel):
     count: int | None = None
     seconds: float | None = None
     passes: int = 1  # warmprate: the most unrecorded passes
+    profiled: bool = False  # profsync: run under the engine's profiler
 
 
 def parse_point(text: str) -> SpecPoint:
@@ -72,5 +76,5 @@ def parse_point(text: str) -> SpecPoint:
         raise UsageError(f"spec point {text!r}: counts must be at least 1")
     return SpecPoint(text=text, kind=kind, load=load, num_requests=n,
                      arrivals="poisson" if kind in ("prate", "warmprate") else "constant",
-                     recorded=not kind.startswith("warm"), count=fields.get("count"), seconds=fields.get("seconds"),
-                     passes=fields.get("passes", 1))
+                     recorded=not kind.startswith(("warm", "prof")), count=fields.get("count"), seconds=fields.get("seconds"),
+                     passes=fields.get("passes", 1), profiled=kind == "profsync")

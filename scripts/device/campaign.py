@@ -23,6 +23,7 @@ import subprocess
 import sys
 import tarfile
 import time
+import urllib.request
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
@@ -117,6 +118,38 @@ def note_jit(root: Path, label: str) -> int:
     return counts["triton-cache"]
 
 
+def profiler_dir(args: list[str]) -> Path | None:
+    """The trace folder the spec gave the engine (`--profiler-config '{"profiler": "torch", "torch_profiler_dir": ...}'`)."""
+    if "--profiler-config" not in args:
+        return None
+    return Path(json.loads(args[args.index("--profiler-config") + 1])["torch_profiler_dir"])
+
+
+def profiled_point(base_url: str, traces: Path, into: Path, run, log) -> None:
+    """Run a point between the engine's /start_profile and /stop_profile, then summarize the worker traces it
+    wrote (scripts/device/trace_summary.py) into INTO/trace-summary.json; the raw traces are packed if small."""
+    before = set(traces.rglob("*")) if traces.exists() else set()
+    for verb in ("start_profile", None, "stop_profile"):
+        if verb is None:
+            run()
+            continue
+        try:
+            urllib.request.urlopen(urllib.request.Request(f"{base_url}/{verb}", method="POST"), timeout=300).read()
+        except OSError as exc:
+            log.write(f"[{elapsed():.0f}s] {verb} failed: {exc}\n")
+            return
+    fresh = sorted(f for f in set(traces.rglob("*")) - before if f.is_file())
+    into.mkdir(parents=True, exist_ok=True)
+    log.write(f"[{elapsed():.0f}s] traces: {' '.join(f'{f.name} {f.stat().st_size}' for f in fresh)}\n")
+    if fresh:
+        subprocess.run([sys.executable, str(Path(__file__).with_name("trace_summary.py")),
+                        *(str(f) for f in fresh if ".json" in f.name),
+                        "--out", str(into / "trace-summary.json")], stdout=log, stderr=subprocess.STDOUT)
+        for f in fresh:
+            if f.stat().st_size < 6_000_000:
+                (into / f.name).write_bytes(f.read_bytes())
+
+
 def write_random_checkpoint(folder: str, log) -> None:
     """Random bf16 weights in safetensors beside config.json (built on the GPU, then saved)."""
     code = ("import sys, torch, transformers as t; c = t.AutoConfig.from_pretrained(sys.argv[1]); "
@@ -199,6 +232,16 @@ def run_config(cfg: dict, out: Path, budget_s: float, skipped: list[str]) -> Non
                 warm = (1 if pt.kind == "sync" else
                         int(pt.load.value * float(cfg.get("warmup_rounds", 0.25))) if pt.kind == "concurrency" else 0)
                 arrivals = ["--arrivals", pt.arrivals] if pt.load.kind == "rate" else []
+                if pt.profiled:  # under the profiler: summarized, never a measurement
+                    into = root / "profile" / d.name
+                    traces = profiler_dir(args)
+                    if traces is None:
+                        skipped.append(f"{slug} {d.name} {spec} (no --profiler-config in engine_args)")
+                        continue
+                    profiled_point(ec.base_url, traces, into,
+                                   lambda: run_point(sb, into, "sync", pt.num_requests, 1, log), log)
+                    pack(out)
+                    continue
                 folder = d if pt.recorded else root / "warmup" / d.name  # warm-ups are not recorded
                 count = jit_counts(root)["triton-cache"]
                 for i in range(pt.passes):  # warmprate: passes until one compiles nothing
