@@ -45,10 +45,10 @@ def summarize(events: list[dict]) -> dict:
     steps = sorted((e for e in events if e.get("cat") == "user_annotation" and STEP.match(e["name"])),
                    key=lambda e: e["ts"])
     launches = sorted((e for e in events if e.get("cat") in LAUNCH_CATS), key=lambda e: e["ts"])
-    gpu_by_corr = {}
+    gpu_by_corr = defaultdict(list)  # a CUDA graph's launch starts many kernels under one correlation id
     for e in events:
         if e.get("cat") in GPU_CATS and "correlation" in e.get("args", {}):
-            gpu_by_corr[e["args"]["correlation"]] = e
+            gpu_by_corr[e["args"]["correlation"]].append(e)
     spans = [e for e in events if e.get("cat") == "user_annotation" and e["name"].startswith("gpu_model_runner:")]
     cpu_ops = [e for e in events if e.get("cat") == "cpu_op"]
     out = []
@@ -57,8 +57,7 @@ def summarize(events: list[dict]) -> dict:
         b = steps[i + 1]["ts"] if i + 1 < len(steps) else a + st["dur"]
         ctx_n, ctx_t, gen_n, gen_t = (int(x) for x in STEP.match(st["name"]).groups())
         mine = [e for e in launches if a <= e["ts"] < b]
-        kernels = [gpu_by_corr[e["args"]["correlation"]] for e in mine
-                   if e.get("args", {}).get("correlation") in gpu_by_corr]
+        kernels = [k for e in mine for k in gpu_by_corr.get(e.get("args", {}).get("correlation"), ())]
         blocking = defaultdict(float)
         for e in mine:
             if any(k in e["name"] for k in BLOCKING):
