@@ -27,6 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from capacity.errors import CapacityError  # noqa: E402
 from capacity.estimate import calibration_for, estimate, plan_for, simulation_setup  # noqa: E402
 from capacity.loadmodel.simulate import simulate  # noqa: E402
+from validate.calibration_plan import PLAN_PATH, trains_on  # noqa: E402
 from validate.compare import load_run, point_scenario, recorded_requests  # noqa: E402
 
 METRICS = {"mean_ttft_s": "ttft_s", "mean_itl_s": "itl_s", "requests_per_s": "requests_per_s"}
@@ -58,7 +59,9 @@ def rows(paths: list[str]) -> list[dict]:
         for p in run.points:
             if not p.completed:
                 continue
-            row = {"run": path, "load": p.load, "kind": p.load.split(":")[0]}
+            row = {"run": path, "load": p.load, "kind": p.load.split(":")[0],
+                   "split": "fitted" if trains_on(PLAN_PATH, ROOT / path, "vllm", run.scenario.get("precision", "bf16"),
+                                                  int(run.scenario.get("tp", 1)), p.load) else "held out"}
             for method in ("closed-form", "simulate"):
                 try:
                     t0 = time.perf_counter()
@@ -119,6 +122,25 @@ def summary_table(df: pd.DataFrame) -> list[str]:
     return lines
 
 
+def quantiles(series) -> str:
+    v = np.abs(np.asarray(series, dtype=float))
+    v = v[np.isfinite(v)]
+    if not len(v):
+        return "–"
+    return " / ".join(f"{x * 100:.1f}" for x in (np.median(v), np.quantile(v, 0.9), v.max())) + " %"
+
+
+def heldout_table(df: pd.DataFrame) -> list[str]:
+    """The simulator on the points no fit of the calibration plan trains on: median / 90th percentile / worst."""
+    held = df[df["split"] == "held out"]
+    head = "| load kind | points | " + " | ".join(f"{NAMES[pk]} median / p90 / worst" for pk in METRICS.values()) + " |"
+    lines = [head, "|" + "---|" * (2 + len(METRICS))]
+    for kind, g in held.groupby("kind"):
+        cells = [quantiles(g[f"simulate_err_{pk}"]) for pk in METRICS.values()]
+        lines.append(f"| {kind} | {len(g)} | " + " | ".join(cells) + " |")
+    return lines
+
+
 def before_table(df: pd.DataFrame) -> list[str]:
     """Sitting 7: what each load model said before it ran (the committed predictions) and what it says now."""
     pred = [json.loads(x) for x in (ROOT / BEFORE).read_text().splitlines() if x.strip()]
@@ -171,6 +193,13 @@ def render(df: pd.DataFrame) -> str:
         f"Simulator time per point: median {df['simulate_s'].median() * 1e3:.0f} ms, worst {df['simulate_s'].max():.2f} s"
         " (this machine, while other work ran).",
         "",
+        "## Held-out points (the simulator)",
+        "",
+        "Points no fit of `data/measurements/h200/calibration-plan.toml` trains on (held-out shapes, runs and",
+        "sittings the plan does not name, other precisions, TP > 1): |error| of the simulator's prediction.",
+        "",
+        *heldout_table(df),
+        "",
         "## Sitting 7: long closed loops and Poisson arrivals with length spreads (never fitted)",
         "",
         f"Predicted before the run (`{BEFORE}`). The file records HEAD {json.loads((ROOT / BEFORE).read_text().splitlines()[0])['predicted_at_commit']},"
@@ -202,7 +231,7 @@ def main() -> None:
         df.to_csv(a.out, index=False)
     if a.doc:
         Path(a.doc).write_text(render(df))
-    print("\n".join(summary_table(df)))
+    print("\n".join(summary_table(df) + [""] + heldout_table(df)))
 
 
 if __name__ == "__main__":

@@ -96,6 +96,25 @@ def fitted_run(plan_path: Path | str, fit: MeasuredFit, run_dir: str | Path) -> 
             or "/".join(parts[:3]) in fit.runs)
 
 
+def trains_on(plan_path: Path | str, run_dir: str | Path, engine: str, precision: str, tp: int, load: str) -> bool:
+    """Does any fit of the plan train on this point (its run, precision, TP and load kind, not a held-out shape)?
+    Everything else is scored, never fitted."""
+    plan = load_measured_plan(plan_path)
+    if Path(run_dir).name in plan.holdout_shapes:
+        return False
+    for f in plan.fit:
+        if f.engine != engine or f.precision != precision or tp > f.max_tp:
+            continue
+        if f.loads is not None and load.split(":")[0] not in f.loads:
+            continue
+        try:
+            if fitted_run(plan_path, f, run_dir):
+                return True
+        except ValueError:  # a folder outside this fit's data
+            continue
+    return False
+
+
 def run_dirs(plan_path: Path | str, fit: MeasuredFit) -> list[str]:
     """Every results folder of the fit's engine version (warm-up folders aside)."""
     root = data_dir(plan_path, fit)

@@ -34,6 +34,9 @@ from validate.engines.config import EngineConfig  # noqa: E402
 from validate.engines.launcher import EngineProcess  # noqa: E402
 from validate.modeldir import catalog_file_stem, prepare_model_dir  # noqa: E402
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import hostprobe  # noqa: E402
+
 WORK = Path("/tmp/campaign")  # replaced by --work
 PORT = 8000
 NAME = "campaign"
@@ -170,6 +173,21 @@ def write_facts(root: Path, engine_name: str, log_text: str, version: str | None
     (root / "facts.json").write_text(facts.model_dump_json(indent=1))
 
 
+def sampled_point(engine_pid: int | None, d: Path, label: str, condition: dict, run) -> None:
+    """Run a point; with a host probe, sample the server's threads while it runs and append what they did (and each
+    CPU's speed just after) to d/host.jsonl."""
+    if engine_pid is None:
+        run()
+        return
+    avoid = {condition["main_cpu"]} if "main_cpu" in condition else set()
+    with hostprobe.ThreadSampler(engine_pid, avoid=avoid) as sampler:
+        run()
+    d.mkdir(parents=True, exist_ok=True)
+    with open(d / "host.jsonl", "a") as f:
+        f.write(json.dumps({"load": label, "condition": condition, **sampler.summary(),
+                            "loop_s_after": hostprobe.speed_map()}) + "\n")
+
+
 def run_config(cfg: dict, out: Path, budget_s: float, skipped: list[str]) -> None:
     slug = cfg.get("name") or f"{cfg['model'].split('/')[-1]}-{cfg.get('precision', 'bf16')}"
     engine_name = cfg.get("engine", "vllm")
@@ -204,58 +222,73 @@ def run_config(cfg: dict, out: Path, budget_s: float, skipped: list[str]) -> Non
         write_facts(root, engine_name, engine.log_text(), version)
         note_jit(root, "ready")
         pack(out)
+        probe = None
+        if cfg.get("host_probe"):  # where the engine's host work runs (scripts/device/hostprobe.py)
+            probe = hostprobe.probe_at_ready(engine.pid)
+            (root / "host-probe.json").write_text(json.dumps(probe, indent=1))
+            log.write(f"[{elapsed():.0f}s] host probe: fast CPU {probe['fast']}, slow {probe['slow']}, "
+                      f"siblings {probe['sibling']}, engine core pid {probe['engine_core_pid']}\n")
         base = [sys.executable, "-m", "validate.cli", "sweep", "--base-url", ec.base_url, "--model", served,
                 "--model-config", info.path, "--gpu", cfg.get("gpu", "h200-sxm"), "--dialect", dialect(engine_name)]
         for isl, osl, *own in cfg["shapes"]:
             opts = own[1] if len(own) > 1 else {}
             d = root / opts.get("dir", f"{isl}x{osl}")
             sb = base + ["--isl", str(isl), "--osl", str(osl)] + list(opts.get("sweep_args", []))
-            for spec in (own[0] if own else cfg["points"]):
-                if elapsed() > budget_s:
-                    skipped.append(f"{slug} {isl}x{osl} {spec}")
-                    continue
-                pt = parse_point(spec)  # validate/spec_points.py: the one grammar (predict_spec.py reads it too)
-                if pt.kind == "rates":
-                    pts = measured(d)
-                    lo = pts.get("sync", {}).get("requests_per_s")
-                    hi = next((p["requests_per_s"] for k, p in pts.items() if k.startswith("burst")), None)
-                    if not lo or not hi:
-                        skipped.append(f"{slug} {isl}x{osl} rates (no sync/burst)")
+            condition, spinner = ({}, None) if probe is None else hostprobe.apply_condition(
+                engine.pid, probe, opts.get("host", {}))
+            server = engine.pid if probe is not None else None
+            try:
+                for spec in (own[0] if own else cfg["points"]):
+                    if elapsed() > budget_s:
+                        skipped.append(f"{slug} {isl}x{osl} {spec}")
                         continue
-                    for i in range(1, pt.count + 1):
-                        rate = lo + (hi - lo) * i / (pt.count + 1)
-                        if elapsed() > budget_s:
-                            skipped.append(f"{slug} {isl}x{osl} rate:{rate:.3f}")
+                    pt = parse_point(spec)  # validate/spec_points.py: the one grammar (predict_spec.py reads it too)
+                    if pt.kind == "rates":
+                        pts = measured(d)
+                        lo = pts.get("sync", {}).get("requests_per_s")
+                        hi = next((p["requests_per_s"] for k, p in pts.items() if k.startswith("burst")), None)
+                        if not lo or not hi:
+                            skipped.append(f"{slug} {isl}x{osl} rates (no sync/burst)")
                             continue
-                        run_point(sb, d, f"rate:{rate:.3f}", max(8, int(rate * pt.seconds)), 0, log)
-                    continue
-                warm = (1 if pt.kind == "sync" else
-                        int(pt.load.value * float(cfg.get("warmup_rounds", 0.25))) if pt.kind == "concurrency" else 0)
-                arrivals = ["--arrivals", pt.arrivals] if pt.load.kind == "rate" else []
-                if pt.profiled:  # under the profiler: summarized, never a measurement
-                    into = root / "profile" / d.name
-                    traces = profiler_dir(args)
-                    if traces is None:
-                        skipped.append(f"{slug} {d.name} {spec} (no --profiler-config in engine_args)")
+                        for i in range(1, pt.count + 1):
+                            rate = lo + (hi - lo) * i / (pt.count + 1)
+                            if elapsed() > budget_s:
+                                skipped.append(f"{slug} {isl}x{osl} rate:{rate:.3f}")
+                                continue
+                            run_point(sb, d, f"rate:{rate:.3f}", max(8, int(rate * pt.seconds)), 0, log)
                         continue
-                    profiled_point(ec.base_url, traces, into,
-                                   lambda: run_point(sb, into, "sync", pt.num_requests, 1, log), log)
+                    warm = (1 if pt.kind == "sync" else
+                            int(pt.load.value * float(cfg.get("warmup_rounds", 0.25))) if pt.kind == "concurrency" else 0)
+                    arrivals = ["--arrivals", pt.arrivals] if pt.load.kind == "rate" else []
+                    if pt.profiled:  # under the profiler: summarized, never a measurement
+                        into = root / "profile" / d.name
+                        traces = profiler_dir(args)
+                        if traces is None:
+                            skipped.append(f"{slug} {d.name} {spec} (no --profiler-config in engine_args)")
+                            continue
+                        profiled_point(ec.base_url, traces, into,
+                                       lambda: run_point(sb, into, "sync", pt.num_requests, 1, log), log)
+                        pack(out)
+                        continue
+                    folder = d if pt.recorded else root / "warmup" / d.name  # warm-ups are not recorded
+                    count = jit_counts(root)["triton-cache"]
+                    for i in range(pt.passes):  # warmprate: passes until one compiles nothing
+                        if i and elapsed() > budget_s:
+                            skipped.append(f"{slug} {d.name} {spec} pass {i + 1}")
+                            break
+                        into = folder / f"pass-{i + 1}" if pt.passes > 1 else folder  # a sweep folder resumes, never repeats
+                        sampled_point(server if pt.recorded else None, d, pt.load.label, condition,
+                                      lambda: run_point(sb + arrivals, into, pt.load.label,
+                                                        pt.num_requests or int(pt.load.value), warm, log))
+                        label = f"{d.name}/{pt.load.label}" if pt.recorded else f"warmup {d.name} {pt.load.label} pass {i + 1}"
+                        count, before = note_jit(root, label), count
+                        if count == before:
+                            break
+                    summarize_requests(d)
                     pack(out)
-                    continue
-                folder = d if pt.recorded else root / "warmup" / d.name  # warm-ups are not recorded
-                count = jit_counts(root)["triton-cache"]
-                for i in range(pt.passes):  # warmprate: passes until one compiles nothing
-                    if i and elapsed() > budget_s:
-                        skipped.append(f"{slug} {d.name} {spec} pass {i + 1}")
-                        break
-                    into = folder / f"pass-{i + 1}" if pt.passes > 1 else folder  # a sweep folder resumes, never repeats
-                    run_point(sb + arrivals, into, pt.load.label, pt.num_requests or int(pt.load.value), warm, log)
-                    label = f"{d.name}/{pt.load.label}" if pt.recorded else f"warmup {d.name} {pt.load.label} pass {i + 1}"
-                    count, before = note_jit(root, label), count
-                    if count == before:
-                        break
-                summarize_requests(d)
-                pack(out)
+            finally:
+                if spinner is not None:
+                    spinner.__exit__(None, None, None)
     finally:
         engine.stop()
         write_facts(root, engine_name, engine.log_text(), version)
