@@ -348,7 +348,9 @@ def excluded_sentence() -> str:
              "not-steady": "a first quarter of requests decoding over twice as slowly as the last under unchanged "
                            "arrivals (a stall, not a steady state; `validate compare` flags them)",
              "dummy-routing": "decode faster than uniform expert routing allows (DeepSeek-V2-Lite's random dummy router "
-                              "sends a batch to few experts)"}
+                              "sends a batch to few experts)",
+             "host-test": "a host condition under test (sitting 25: the engine core pinned alone on one vCPU, some with a "
+                          "busy loop beside it)"}
     parts = []
     for reason in dict.fromkeys(p["reason"] for p in pts):
         sits = sorted({s for (r, s) in by if r == reason}, key=sitting_key)
