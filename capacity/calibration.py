@@ -63,11 +63,12 @@ class Efficiency(BaseModel):
                                                        "lasts at least this × its sequences (front-end and scheduler "
                                                        "throughput ceiling; 0 = none)")
     request_overhead_s: float = Field(5e-3, ge=0, description="added to TTFT: HTTP, input processing, first detokenize")
-    idle_step_s: float = Field(0.0, ge=0, description="time added to the first step after the engine idled: the CPU "
-                               "work of a step (scheduling, input preparation, sampling, output processing) that a "
-                               "busy engine overlaps with the step before it (vLLM's async scheduling) runs in series "
-                               "with the GPU when no step is in flight (a lone request, a burst's first step, each "
-                               "wave of a lockstep closed loop)")
+    idle_step_s: float = Field(0.0, ge=0, description="the least time of the first step after the engine idled: the "
+                               "CPU work of a step (scheduling, input preparation, piecewise-graph launches, sampling, "
+                               "output processing) that a busy engine overlaps with the step before it (vLLM's async "
+                               "scheduling) has no step to hide behind when none is in flight (a lone request, a "
+                               "burst's first step, each wave of a lockstep closed loop); it runs beside that step's "
+                               "own GPU work, so the step lasts max(its GPU time, this)")
     prompt_token_overhead_s: float = Field(0.0, ge=0, description="added to TTFT per prompt token: the front end's "
                                            "tokenizing and input processing, outside the engine's step")
     admission_s: float = Field(0.0, ge=0, description="front-end time per request, serial: requests submitted together "

@@ -199,8 +199,8 @@ def reference_simulate(engine: EngineContext, traffic: Traffic, isl: int, osl: i
         d, p = len(dec), sum(k for _, k in chunks)
         keys = st.decode_keys(float(done[dec].sum()) / d) if d else 0.0
         dt = st.time_s(d, keys, float(p), sum(k * st.prefill_keys(k, done[i]) for i, k in chunks) / p if p else 0.0)
-        if p and t > last_end:  # the first step after the engine idled: its CPU work is not hidden
-            dt += engine.idle_step_s
+        if p and t > last_end:  # the first step after the engine idled lasts at least its CPU work
+            dt = max(dt, engine.idle_step_s)
         max_running = max(max_running, len(running))
         run_time += dt * len(running)
         last_start = t
@@ -600,7 +600,7 @@ def test_the_front_end_time_per_prompt_token_adds_to_a_lone_requests_ttft():
     engine sees it; the engine's own work is the same, so TTFT moves by exactly that and nothing else does."""
     eng = small_engine("meta-llama/Llama-3.1-8B", "vllm", False)
     t = Traffic(kind="sync", value=1.0, num_requests=3)
-    base = simulate(dataclasses.replace(eng, request_overhead_s=0.005), t, 4000, 8)
+    base = simulate(dataclasses.replace(eng, request_overhead_s=0.005, prompt_token_overhead_s=0.0), t, 4000, 8)
     slow = simulate(dataclasses.replace(eng, request_overhead_s=0.005, prompt_token_overhead_s=2e-6), t, 4000, 8)
     np.testing.assert_allclose((slow.first_token_s - slow.send_s) - (base.first_token_s - base.send_s), 0.008, rtol=1e-9)
     np.testing.assert_allclose(slow.end_s - slow.first_token_s, base.end_s - base.first_token_s, rtol=1e-9)

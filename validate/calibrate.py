@@ -205,8 +205,9 @@ FRONT_END_PARAMETERS = ("request_overhead_s", "admission_s")
 # The fit has several local optima (host time and GPU time can stand in for each other; a floor such as the
 # eager launch has no gradient until it binds): it starts from the given factors and from these host-side
 # guesses too, and keeps the lowest weighted error.
-EXTRA_STARTS = ({"host_token_s": 5e-5, "admission_s": 1e-3, "eager_moe_layer_overhead_s": 1.5e-3},
-                {"host_token_s": 1e-5, "admission_s": 3e-3, "eager_moe_layer_overhead_s": 1e-3})
+# (idle_step_s is a floor under a step: at 0 its gradient is 0, so a start above the short steps' GPU time is needed)
+EXTRA_STARTS = ({"host_token_s": 5e-5, "admission_s": 1e-3, "eager_moe_layer_overhead_s": 1.5e-3, "idle_step_s": 0.012},
+                {"host_token_s": 1e-5, "admission_s": 3e-3, "eager_moe_layer_overhead_s": 1e-3, "idle_step_s": 0.016})
 
 
 def fit(train: list[Sample], start: Efficiency | None = None, only: tuple[str, ...] | None = None,

@@ -130,7 +130,7 @@ class EngineContext:
     recv_interval_steps: int = 1  # new arrivals are read every this many decode steps while a batch runs (SGLang)
     steps_ahead: int = 0  # EngineProfile.steps_scheduled_ahead (0 or 1): an arrival to a busy engine is seen a step late
     prompt_token_overhead_s: float = 0.0  # the front end's time per prompt token, on top of request_overhead_s
-    idle_step_s: float = 0.0  # CPU work of a step that async scheduling hides, exposed when the engine was idle
+    idle_step_s: float = 0.0  # least time of the first step after the engine idled (its CPU work, hidden by async scheduling when busy)
 
     @classmethod
     def build(cls, plan: Plan, eff: Efficiency, ideal: bool, max_context: int, prefix_hit_rate: float = 0.0,
@@ -683,8 +683,8 @@ def simulate(engine: EngineContext, traffic: Traffic, isl: int, osl: int) -> Sim
                 p += kk
                 key_sum += kk * st.prefill_keys(kk, done_tok[i])
             dt = st.time_s(d, st.decode_keys(mean_ctx) if d else 0.0, float(p), key_sum / p)
-            if t > last_end:  # the first step after the engine idled: its CPU work is not hidden behind a step
-                dt += engine.idle_step_s
+            if t > last_end:  # the first step after the engine idled: its CPU work runs beside its own GPU work only
+                dt = max(dt, engine.idle_step_s)
         # advance k steps
         if not decoders.fit(0, num_blocks - prefill_blocks - len(running)):  # fewer free blocks than sequences
             kv_full_time += dt

@@ -200,6 +200,14 @@ def _lengths(isl, osl, extras: Extras):
     return I, O, I_new
 
 
+def idle_start_extra_s(eff: Efficiency, first_step_s) -> np.ndarray:
+    """What starting an idle engine adds to its first step: that step's CPU work (`idle_step_s`) runs beside its GPU
+    work, so the step lasts at least `idle_step_s` (sittings 22-24: graphed lone prompts flat near 16 ms up to 512
+    tokens, then the GPU's time plus the front end; the profiler: a 128-token step's GPU busy 5 of ~20 ms, a 2,048-token
+    one's 42 of 45-47 ms)."""
+    return np.maximum(eff.idle_step_s - np.asarray(first_step_s, dtype=float), 0.0)
+
+
 def wave(c: StepCosts, eff: Efficiency, budget: float, isl, osl, n, full_length, ideal: bool,
          extras: Extras = Extras(), mixed: bool = True) -> dict[str, np.ndarray]:
     """N equal requests arriving together (N within the engine's slots)."""
@@ -234,10 +242,11 @@ def wave(c: StepCosts, eff: Efficiency, budget: float, isl, osl, n, full_length,
         tail = np.where(evicted > 0, recompute + (O - t1) / tau * t_tail, 0.0)
     else:
         t_tail, tail = 0.0, np.zeros_like(evicted * 1.0)
-    duration = eff.idle_step_s + k * t_c + main + tail  # the first step starts an idle engine
+    idle = idle_start_extra_s(eff, t_c)  # the first step starts an idle engine
+    duration = idle + k * t_c + main + tail
     # the front-end takes the N requests in one by one before it streams first tokens back
     # a request's prompt is done after (k+1)/2 chunk steps on average, after all k when one prompt spans them
-    ttft = eff.front_end_s(I) + eff.idle_step_s + N * eff.admission_s + np.maximum((k + 1) / 2, k * (N + 1) / (2 * N)) * t_c
+    ttft = eff.front_end_s(I) + idle + N * eff.admission_s + np.maximum((k + 1) / 2, k * (N + 1) / (2 * N)) * t_c
     gaps = np.maximum(O - 1, 1.0)
     # chunk steps after a request's own prompt is done: (k−1)/2 on average, none when one prompt spans them
     after = np.where(O > 1, np.minimum((k - 1) / 2, k * (N - 1) / (2 * N)), 0.0)
@@ -377,7 +386,9 @@ def open_loop(c, eff, budget, isl, osl, rate, slots: Slots, ideal, extras=Extras
     s_used = {k: np.where(over, cap[k], v) if k in ("itl", "t_dec", "t_mix", "running") else v for k, v in s.items()}
     # an arrival finds the engine idle with the chance that nothing is in flight (B in flight on average, Poisson
     # in number): then its first step pays the CPU work a busy engine overlaps
-    idle = np.exp(-B) * eff.idle_step_s
+    _, _, I_new = _lengths(isl, osl, extras)
+    alone = step_time_s(c, eff, 0, 0.0, np.minimum(I_new, budget), s["keys"], ideal)  # its prompt's step on an idle engine
+    idle = np.exp(-B) * idle_start_extra_s(eff, alone)
     ttft = np.where(over, cap["ttft"], s["ttft"] + wait + idle) + backlog
     if num_requests is not None:  # a finite test: completed ÷ (last end − first start) includes the drain
         e2e = ttft + (s_used["O"] - 1) * s_used["itl"]
