@@ -1,5 +1,7 @@
 """Hand calculations, with the arithmetic written out."""
 
+from pathlib import Path
+
 import pytest
 
 from capacity.model.architecture import load_model
@@ -9,6 +11,8 @@ from capacity.model.memory import kv_groups, plan_memory
 from capacity.model.params import active_params_per_token, count_params
 from capacity.model.precision import BYTES_PER_WEIGHT
 from capacity.model.weights import weight_bytes
+
+REPO = Path(__file__).resolve().parents[1]
 
 
 def test_mistral_7b_kv_bytes_per_token():
@@ -114,6 +118,23 @@ def test_gemma3_reported_kv_tokens_follow_vllms_hybrid_rule():
     per_request = 131_072 // 16 + 6 * ((1023 + 2 * 8192 + 15) // 16 + 1)
     assert plan.kv_capacity_tokens == int(plan.num_blocks / per_request * 131_072)
     assert plan.kv_capacity_tokens > 3.5 * plan.num_blocks // 7 * 16  # not blocks ÷ groups × block size
+
+
+def test_an_all_windowed_models_reported_kv_tokens_count_requests_not_slots():
+    """Mistral-7B-v0.1 windows every layer (4,096 tokens): vLLM 0.26 prints max_model_len × the requests of
+    max_model_len the blocks hold, each holding window − 1 + 2 × 8,192 in-flight tokens (+1 block). Sitting 27 on one
+    H200: 113.96 GiB of KV cache, "GPU KV cache size: 1,492,542 tokens" (45.55 × 32,768), 933,5xx slots."""
+    import json
+
+    m = load_model("mistralai/Mistral-7B-v0.1")
+    assert m.num_full_layers == 0 and m.sliding_window == 4096
+    plan = plan_memory(m, 143_771 * 2**20, weight_bytes(m, "bf16").total, 2.0, VLLM, max_model_len=32_768)
+    per_request = (4095 + 2 * 8192 + 15) // 16 + 1
+    assert plan.kv_capacity_tokens == int(plan.num_blocks / per_request * 32_768)
+    facts = json.loads((REPO / "data/measurements/h200/vllm-0.26.0/sitting-27/Mistral-7B-v0.1-bf16-s27/facts.json")
+                       .read_text())
+    assert plan.kv_capacity_tokens == pytest.approx(facts["kv_cache_tokens"], rel=0.01)
+    assert plan.num_blocks * 16 == pytest.approx(facts["kv_cache_bytes"] / (32 * 4096), rel=0.01)  # the slots
 
 
 def test_mla_down_projections_are_replicated_under_tensor_parallelism():

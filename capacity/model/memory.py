@@ -8,10 +8,11 @@ vLLM: KV memory = usable × gpu_memory_utilization − weights − activation pe
 `activation_peak_bytes`) − non-torch memory − CUDA graphs. Blocks = KV memory ÷ (block bytes × layers
 per pool); hybrid sliding/full models share pools between layer groups (vLLM's hybrid allocator).
 
-The token count vLLM prints ("GPU KV cache size") is blocks × block size for uniform models, but for hybrid
-ones it is max_model_len × the number of max_model_len requests the blocks hold, where a sliding-window
+The token count vLLM prints ("GPU KV cache size") is blocks × block size for uniform full-attention models, but
+for hybrid ones and for models whose every layer is windowed (Mistral 7B v0.1) it is max_model_len × the number of max_model_len requests the blocks hold, where a sliding-window
 group's request holds at most window − 1 + in-flight tokens (+1 block): Gemma 3 27B on an H200 prints
-551,292 tokens for 61,9xx blocks, i.e. 4.2 requests of 131,072 tokens. `kv_capacity_tokens` follows that
+551,292 tokens for 61,9xx blocks, i.e. 4.2 requests of 131,072 tokens; Mistral 7B v0.1 prints 1,492,542 tokens
+for 933,5xx token slots (45.55 requests of 32,768 tokens, each holding 4,095 + 2 × 8,192 tokens + 1 block). `kv_capacity_tokens` follows that
 rule so it can be checked against the log; concurrency comes from `max_sequences`, not from it.
 """
 
@@ -122,7 +123,7 @@ def reported_tokens(m: ModelArch, num_blocks: int, groups: int, layers_per_group
                     max_model_len: int) -> int:
     """The KV cache size in tokens as vLLM prints it (see the module docstring)."""
     block = profile.block_size_tokens
-    if groups == 1 or not m.sliding_window or max_model_len <= 0:
+    if (groups == 1 and m.num_sliding_layers == 0) or not m.sliding_window or max_model_len <= 0:
         return num_blocks // groups * block
     full_groups = math.ceil(m.num_full_layers / layers_per_group)
     held = min(m.sliding_window - 1 + profile.in_flight_batches * profile.max_num_batched_tokens, max_model_len)
