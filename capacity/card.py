@@ -148,6 +148,12 @@ def eager_moe_prompt() -> dict | None:
     return card.get("eager_moe_prompt") if card else None
 
 
+def host_bound_decode() -> dict | None:
+    """The spread of vLLM's host-bound decode across servers (card.json `host_bound_decode`, measured)."""
+    card = card_data()
+    return card.get("host_bound_decode") if card else None
+
+
 @functools.cache
 def card_data() -> dict | None:
     """The shipped card.json (None when it is absent, e.g. while scripts/build_card.py writes the first one)."""

@@ -11,7 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from capacity.model.architecture import load_model
 from capacity.calibration import IDEAL, Calibration, find_calibration, parse_calibration_file
-from capacity.card import AccuracyCard, accuracy_card, eager_moe_prompt
+from capacity.card import AccuracyCard, accuracy_card, eager_moe_prompt, host_bound_decode
 from capacity.engine import engine_profile
 from capacity.engines import get as engine_object
 from capacity.model.formulas import compiled
@@ -438,12 +438,20 @@ def predict(plan: Plan, cal: Calibration, s: Scenario) -> Estimate:
                      f"{(profile.recv_interval_steps - 1) / 2:g} steps more is SGLang's rule read from its code, not "
                      "measured here")
     if host_bound:
+        seen = ""
+        spread = host_bound_decode() if profile.name == "vllm" else None  # measured on vLLM only
+        if spread and spread.get("itl_s"):
+            lo, hi = spread["itl_s"]
+            seen = (f"; on vLLM 0.26 / H200 (cloud VMs) {spread['clients']} clients of an 8B model decoded at "
+                    f"{lo * 1e3:.1f} to {hi * 1e3:.1f} ms per token across {spread['points']} points of sittings "
+                    f"{', '.join(x.split('-')[1] for x in spread['sittings'])}: from server to server a host-bound ITL "
+                    f"moves by about ±{(hi - lo) / (hi + lo) * 100:.0f} % (card.json host_bound_decode)")
         notes.append(f"decode is host-bound at {lane:,.0f} running sequences: the engine's host work "
                      f"({host_token_s(plan.costs, cal.efficiency) * 1e6:.0f} µs per sequence per step"
                      f"{f', one process for all {plan.pp} batches in flight' if plan.pp > 1 else ''}"
                      f"{f', each of {plan.dp_ranks} ranks for its own' if plan.dp_ranks > 1 else ''}, from calibration "
                      f"{cal.label}) outlasts the GPU step, so a faster GPU would not raise throughput here; "
-                     "more replicas would")
+                     f"more replicas would{seen}")
     if launch_bound:
         notes.append(f"decode at {lane:,.0f} running sequences is larger than the engine's largest CUDA graph "
                      f"({profile.max_cudagraph_tokens:,} tokens): launched op by op, it pays {launch_s * 1e3:.0f} ms of "
@@ -457,7 +465,7 @@ def predict(plan: Plan, cal: Calibration, s: Scenario) -> Estimate:
         if spread and spread.get("eager_ttft_s") and spread.get("graphed_ttft_s"):
             lo, hi = spread["eager_ttft_s"]
             seen = (f"; on vLLM 0.26 / H200 the same {spread['prompt_tokens']:,}-token prompt of {spread['model']} "
-                    f"measured {lo * 1e3:.0f} to {hi * 1e3:.0f} ms across {spread['eager_points']} servers "
+                    f"measured {lo * 1e3:.0f} to {hi * 1e3:.0f} ms across {spread['eager_points']} points "
                     f"({spread['graphed_ttft_s'] * 1e3:.0f} ms graphed), so expect ±{(hi - lo) / (hi + lo) * 100:.0f} % "
                     f"on TTFT (card.json eager_moe_prompt: sittings {', '.join(x.split('-')[1] for x in spread['sittings'])})")
         notes.append(f"prompt chunks of {chunk:,} tokens run without CUDA graphs "

@@ -346,6 +346,27 @@ def eager_moe_prompt(runs: dict) -> dict:
             "sittings": sorted(sittings, key=ar.sitting_key)}
 
 
+HOST_MODELS, HOST_CLIENTS = ("meta-llama/Llama-3.1-8B", "Qwen/Qwen3-8B"), 256  # host-bound decode, measured most
+
+
+def host_bound_decode(runs: dict) -> dict:
+    """vLLM's host-bound decode across servers: every vLLM bf16 TP=1 point of an 8B dense model at 256 clients
+    (`runs`: ar.vllm_runs(), excluded.json's points left out). The estimate's host-bound note quotes these."""
+    itl, sittings, models = [], set(), set()
+    for d, run in sorted(runs.items()):
+        sc = run.scenario
+        if sc["model"] not in HOST_MODELS or sc["precision"] != "bf16" or sc.get("tp", 1) != 1:
+            continue
+        for p in run.points:
+            if p.load == f"concurrency:{HOST_CLIENTS}" and p.mean_itl_s:
+                itl.append(p.mean_itl_s)
+                sittings.add(ar.sitting(d))
+                models.add(sc["model"])
+    return {"engine": "vllm", "clients": HOST_CLIENTS, "models": sorted(models),
+            "itl_s": [min(itl), max(itl)] if itl else None, "points": len(itl),
+            "sittings": sorted(sittings, key=ar.sitting_key)}
+
+
 def build_all() -> tuple[dict, list[dict], list[dict]]:
     """(card.json's content, the measured held-out points, the public points). The estimates scored here carry no
     card: the build never reads the card.json it writes."""
@@ -372,6 +393,7 @@ def build_all() -> tuple[dict, list[dict], list[dict]]:
                                                                               else "none ships yet"),
         "measured_coverage": mcov,
         "eager_moe_prompt": eager_moe_prompt(runs),
+        "host_bound_decode": host_bound_decode(runs),
         "public_coverage": pcov,
         "public_engines_scored_as_is": pmeta["engines_scored_as_is"],
         "public_scoring": {"rows": pmeta["rows"], "scored": pmeta["scored"], "refused": pmeta["refused"],

@@ -225,6 +225,24 @@ def test_validate_docs_engine_table_is_the_flag_tables():
     assert checked >= 25
 
 
+def test_a_host_bound_decode_says_how_far_the_host_moves_it():
+    """Host-bound decode (vLLM, 256 clients of an 8B model) quotes the server-to-server spread card.json holds (built
+    from the measurements: sittings 4, 25, 26 at 256 clients); a GPU-bound one, or another engine, does not."""
+    from capacity.card import host_bound_decode
+
+    spread = host_bound_decode()
+    lo, hi = spread["itl_s"]
+    assert spread["points"] >= 5 and 0 < lo < hi < 2 * lo
+
+    def note(**kw) -> str:
+        est = estimate(Scenario(model="meta-llama/Llama-3.1-8B", gpu="h200-sxm", isl=128, osl=128, **kw))
+        return next((n for n in est.notes if n.startswith("decode is host-bound")), "")
+
+    assert f"{lo * 1e3:.1f} to {hi * 1e3:.1f} ms per token" in note(load="concurrency:256")
+    assert note(load="sync") == ""  # one sequence: the GPU step is longer than the host's
+    assert "ms per token" not in note(load="concurrency:256", engine="trtllm")
+
+
 def test_an_eager_moe_prompt_says_how_far_to_trust_its_ttft():
     """A MoE prompt chunk above the engine's largest graph (vLLM at default graphs, 1,024 tokens) is launched op by op,
     and the servers measured here spread on that step: the estimate quotes the spread card.json holds (built from the
