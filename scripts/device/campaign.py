@@ -11,7 +11,9 @@ it gets its own results folder, default ISLxOSL); prate/crate are Poisson / cons
 "name" (the result folder; default MODEL-PRECISION), "draft_model" (a catalog id: its folder is prepared beside the
 model's and replaces {draft_dir} in engine_args, e.g. a --speculative-config draft_model method), "engine" (vllm | sglang | transformers), "engine_env" (extra
 environment for the server, e.g. {"PYTHONPATH": "/tmp/site-sglang:/tmp/site"}) and "random_checkpoint": true
-(write random safetensors weights first, for engines without a dummy load format). A point that would not finish
+(write random safetensors weights first, for engines without a dummy load format), "host_probe": true (record where the
+server's threads run and how fast each CPU is: scripts/device/hostprobe.py; a shape's options may then carry "host":
+{"pin": "fast" | "slow" | "none", "spin": "sibling" | "other" | "none"}, run before its points). A point that would not finish
 inside the time budget is skipped (its name goes to skipped.txt); everything finished is in OUTDIR/campaign.tar.gz.
 """
 
