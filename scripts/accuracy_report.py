@@ -632,10 +632,12 @@ the burst of 1,000 compiled a kernel while timed and is excluded), 128/1024 with
 SGLang replays prefill CUDA graphs up to its 8,192-token chunk, so its prompts are never launched op by op (the
 profile's `max_prefill_graph_tokens`; a 1,024-token prompt takes 36 ms there against 66–110 ms on vLLM 0.26 at default
 graphs). What is left on the sync and concurrency points is TTFT: SGLang's engine clocks 32 ms for a 1,024-token
-prompt where the model's step is ~20 ms and SGLang's front-end (fitted on Llama-3.1-8B) 6 ms. On vLLM the same graphed
-prompt is priced within 7 % (its fitted front-end is 16 ms), and pricing the grouped GEMMs' weight reads and math
-one after the other instead of overlapped made vLLM's graphed MoE prompts 20–25 % too slow (tried and rejected,
-`docs/measurement-log.md`), so the ~8 ms lies in SGLang's path for this model, not isolated.
+prompt where the model's step is ~20 ms and SGLang's front-end (fitted on Llama-3.1-8B) {sg_fit.request_overhead_s * 1e3:.1f} ms. vLLM's front end is
+read from its own counters ({vllm_fit.request_overhead_s * 1e3:.1f} ms + {vllm_fit.prompt_token_overhead_s * 1e6:.1f} µs per prompt token) and an idle engine's first
+step lasts at least {vllm_fit.idle_step_s * 1e3:.1f} ms (SGLang's fit keeps that floor and the per-token term, and refits its fixed front end); pricing the
+grouped GEMMs' weight reads and math one after the other instead of overlapped made vLLM's graphed MoE prompts 20–25 %
+too slow (tried and rejected, `docs/measurement-log.md`), so the ~8 ms lies in SGLang's path for this model, not
+isolated.
 
 ## Where the model still misses, and why
 
@@ -674,8 +676,10 @@ one after the other instead of overlapped made vLLM's graphed MoE prompts 20–2
   token ({err("Qwen/Qwen3-30B-A3B", "512x512", "burst:1000", 2, "ttft_s")}, {err("Qwen/Qwen3-30B-A3B", "512x512", "burst:1000", 5, "ttft_s")},
   {err("Qwen/Qwen3-30B-A3B", "512x512", "burst:1000", 6, "ttft_s")}): their 63 prefill steps of 8,192 tokens are
   priced with the grouped-GEMM efficiency fitted on smaller steps.
-- **Short-prompt sync TTFT** (13–30 ms) is mostly fixed per-request overhead (~16 ms fitted) and
-  scatters by ±5 ms between points and sittings (Llama TP=2 at 128 tokens: 13 ms measured, +66 %).
+- **Short-prompt sync TTFT** (13–30 ms) is mostly the front end ({vllm_fit.request_overhead_s * 1e3:.1f} ms + {vllm_fit.prompt_token_overhead_s * 1e6:.1f} µs per prompt token,
+  from the engine's counters) and the idle engine's first step, at least {vllm_fit.idle_step_s * 1e3:.1f} ms of host work beside the
+  GPU's; it scatters by ±5 ms between points and sittings with the host's speed (sittings 25–27: the same vCPU runs
+  at two speeds; Llama TP=2 at 128 tokens: 13 ms measured, {err("meta-llama/Llama-3.1-8B", "128x1024", "sync", 3, "ttft_s", "tp2")}).
 - **MoE prefill** runs below peak (vLLM's Triton fused MoE with its tuned H200 configs: the grouped GEMMs reach
   {vllm_fit.moe_matmul * 100:.0f} % of dense peak for a long reduction and K / (K + {vllm_fit.moe_reduction_tokens:.0f}) of that
   for a reduction of K, so Qwen3-30B-A3B's experts (K = 2,048 and 768) run at ~{vllm_fit.moe_matmul / (2 / 3 * (1 + vllm_fit.moe_reduction_tokens / 2048) + 1 / 3 * (1 + vllm_fit.moe_reduction_tokens / 768)) * 100:.0f} %; the
