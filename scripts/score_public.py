@@ -371,8 +371,14 @@ def readme_table(scored: list[Scored], before: list[Scored]) -> str:
               ("… of fitted models, from sources no fit saw",
                [s for s in held if s.row.engine == "trtllm" and s.row.model in fitted_models])]
     for eng in ("sglang", "vllm", "nim"):
+        public = {(spec.gpu, spec.precision) for spec in load_plan() if spec.engine == eng}  # its public calibrations
+        if public:
+            names = ", ".join(f"{g} {pr.upper()}" for g, pr in sorted(public))
+            groups.append((f"{ENGINE_NAMES[eng]} on {names}, its public calibration",
+                           [s for s in held if s.row.engine == eng and (s.row.gpu, s.row.weight_precision) in public]))
         groups.append((f"{ENGINE_NAMES[eng]} (calibrated on H200 here; other GPUs extrapolated)" if eng != "nim" else
-                       "NIM (backend not stated: vLLM profile)", [s for s in held if s.row.engine == eng]))
+                       "NIM (backend not stated: vLLM profile)",
+                       [s for s in held if s.row.engine == eng and (s.row.gpu, s.row.weight_precision) not in public]))
     groups.append(("every held-out row", held))
     lines = ["| held-out public rows | points | median abs error | within ±25 % | median speed bias |",
              "|---|---|---|---|---|"]

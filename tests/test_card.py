@@ -106,7 +106,7 @@ def test_few_points_widen_and_say_so():
 
 @pytest.mark.parametrize("kw, why", [
     ({"gpu": "b200"}, "GPU b200"),
-    ({"gpu": "mi300x", "precision": "fp8", "kv_precision": "fp8"}, "GPU mi300x"),
+    ({"gpu": "mi355x", "precision": "fp8", "kv_precision": "fp8"}, "GPU mi355x"),
     ({"model": "deepseek-ai/DeepSeek-R1", "num_gpus": 8, "tp": 8, "precision": "fp8", "kv_precision": "fp8"}, "TP 8"),
     ({"model": "deepseek-ai/DeepSeek-R1", "gpu": "b200", "num_gpus": 8, "tp": 8, "expert_parallel": True,
       "precision": "nvfp4", "kv_precision": "fp8", "load": "concurrency:64"}, "MLA model"),
@@ -192,11 +192,12 @@ def test_every_published_configuration_gets_a_card():
         json.dumps(s.est.model_dump(), allow_nan=False)
 
 
-@pytest.mark.parametrize("gpu, precision", [("h200-sxm", "fp8"), ("b200", "nvfp4")])
-def test_calibrated_on_public_data(gpu, precision):
-    """TensorRT-LLM where a public calibration was fitted for the GPU and format (data/public/calibration-plan.toml):
-    its own domain, public evidence; on another GPU (l40s above) the same engine is an extrapolation."""
-    c = estimate(Scenario(engine="trtllm", gpu=gpu, precision=precision, kv_precision="fp8", load="burst:3000")).card
+@pytest.mark.parametrize("engine, gpu, precision", [("trtllm", "h200-sxm", "fp8"), ("trtllm", "b200", "nvfp4"),
+                                                     ("vllm", "mi300x", "fp8")])
+def test_calibrated_on_public_data(engine, gpu, precision):
+    """An engine where a public calibration was fitted for the GPU and format (data/public/calibration-plan.toml):
+    its own domain, public evidence; on another GPU (l40s, mi355x above) the same engine is an extrapolation."""
+    c = estimate(Scenario(engine=engine, gpu=gpu, precision=precision, kv_precision="fp8", load="burst:3000")).card
     assert c.domain == "calibrated-on-public-data"
     assert c.evidence == "public corpus"
     _check_errors_match(c, "public")
