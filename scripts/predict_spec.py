@@ -7,6 +7,7 @@ points are skipped."""
 
 from __future__ import annotations
 
+import argparse
 import json
 import subprocess
 import sys
@@ -50,7 +51,15 @@ def points(spec: list[dict]):
 
 
 def main() -> None:
-    spec, out = json.loads(Path(sys.argv[1]).read_text()), Path(sys.argv[2])
+    ap = argparse.ArgumentParser(description="both load models' predictions for a device campaign spec, before it runs")
+    ap.add_argument("spec", help="a scripts/device/specs/*.json campaign spec")
+    ap.add_argument("out", help="the predictions file to write (JSON lines)")
+    a = ap.parse_args()
+    try:
+        spec, out = json.loads(Path(a.spec).read_text()), Path(a.out)
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        print(f"{a.spec}: cannot read the campaign spec: {exc}", file=sys.stderr)
+        sys.exit(2)
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
     dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "capacity", "validate"],
                            capture_output=True, text=True).stdout.strip()
