@@ -71,6 +71,7 @@ def test_probe_pins_the_engine_core_and_samples_it(vllm_server):
         assert summary["wall_s"] > 0 and set(summary["cpus"]) == set(hostprobe.cpu_times())
         main = [t for t in summary["threads"] if t["tid"] == engine]
         assert all(set(t["on_cpu"]) <= {applied["main_cpu"]} for t in main)
+        assert applied["main_cpu"] in hostprobe.speed_map()  # measured from the pinned campaign too
         hostprobe.unpin(root)
         assert os.sched_getaffinity(engine) == set(range(os.cpu_count()))
     finally:
