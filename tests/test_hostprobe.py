@@ -43,10 +43,12 @@ def test_cpu_times_and_shares_are_fractions():
 
 def test_a_spinner_on_the_same_cpu_slows_the_loop():
     cpu = hostprobe.cpus()[-1]
-    alone = hostprobe.timed_on(cpu, 2_000_000, 1)
+    before = hostprobe.timed_on(cpu, 2_000_000, 1)
     with hostprobe.Spinner(cpu):
         shared = hostprobe.timed_on(cpu, 2_000_000, 1)  # long enough to span the scheduler's time slices
-    assert shared > 1.3 * alone  # two busy loops on one CPU: the scheduler splits it
+    alone = min(before, hostprobe.timed_on(cpu, 2_000_000, 1))  # the quieter of two readings around it
+    # one more busy loop on the CPU: 2x alone, and still (n + 2) / (n + 1) > 1.15 beside up to 5 other busy tasks
+    assert shared > 1.15 * alone
 
 
 def test_probe_pins_the_engine_core_and_samples_it(vllm_server):
