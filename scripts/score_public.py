@@ -361,7 +361,8 @@ ENGINE_NAMES = {"trtllm": "TensorRT-LLM", "sglang": "SGLang", "vllm": "vLLM", "n
 
 def readme_table(scored: list[Scored], before: list[Scored]) -> str:
     """The README's held-out public summary: per engine, and TensorRT-LLM before and after its calibrations."""
-    fitted_models = {m for spec in load_plan() for m in spec.train_models}
+    plan = load_plan()
+    fitted_models = {m for spec in plan for m in spec.train_models}
     held = [s for s in scored if s.error is not None and not s.fitted]
     ids = {s.row.row_id for s in held}
     groups = [("TensorRT-LLM, before: vLLM profile, vLLM's H200 calibration",
@@ -371,7 +372,7 @@ def readme_table(scored: list[Scored], before: list[Scored]) -> str:
               ("… of fitted models, from sources no fit saw",
                [s for s in held if s.row.engine == "trtllm" and s.row.model in fitted_models])]
     for eng in ("sglang", "vllm", "nim"):
-        public = {(spec.gpu, spec.precision) for spec in load_plan() if spec.engine == eng}  # its public calibrations
+        public = {(spec.gpu, spec.precision) for spec in plan if spec.engine == eng}  # its public calibrations
         if public:
             names = ", ".join(f"{g} {pr.upper()}" for g, pr in sorted(public))
             groups.append((f"{ENGINE_NAMES[eng]} on {names}, its public calibration",

@@ -27,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from capacity.errors import CapacityError  # noqa: E402
 from capacity.estimate import calibration_for, estimate, plan_for, simulation_setup  # noqa: E402
 from capacity.loadmodel.simulate import simulate  # noqa: E402
-from validate.calibration_plan import PLAN_PATH, trains_on  # noqa: E402
+from validate.calibration_plan import PLAN_PATH, load_measured_plan, trains_on  # noqa: E402
 from validate.compare import load_run, point_scenario, recorded_requests  # noqa: E402
 
 METRICS = {"mean_ttft_s": "ttft_s", "mean_itl_s": "itl_s", "requests_per_s": "requests_per_s"}
@@ -48,6 +48,7 @@ def replay_options(run_dir: Path, load: str) -> dict | None:
 
 def rows(paths: list[str]) -> list[dict]:
     out = []
+    measured_plan = load_measured_plan(PLAN_PATH)  # read once: every point asks it whether a fit trains on it
     for path in paths:
         try:
             run = load_run(ROOT / path)
@@ -61,7 +62,7 @@ def rows(paths: list[str]) -> list[dict]:
                 continue
             row = {"run": path, "load": p.load, "kind": p.load.split(":")[0],
                    "split": "fitted" if trains_on(PLAN_PATH, ROOT / path, "vllm", run.scenario.get("precision", "bf16"),
-                                                  int(run.scenario.get("tp", 1)), p.load) else "held out"}
+                                                  int(run.scenario.get("tp", 1)), p.load, measured_plan) else "held out"}
             for method in ("closed-form", "simulate"):
                 try:
                     t0 = time.perf_counter()

@@ -96,10 +96,11 @@ def fitted_run(plan_path: Path | str, fit: MeasuredFit, run_dir: str | Path) -> 
             or "/".join(parts[:3]) in fit.runs)
 
 
-def trains_on(plan_path: Path | str, run_dir: str | Path, engine: str, precision: str, tp: int, load: str) -> bool:
+def trains_on(plan_path: Path | str, run_dir: str | Path, engine: str, precision: str, tp: int, load: str,
+              plan: MeasuredPlan | None = None) -> bool:
     """Does any fit of the plan train on this point (its run, precision, TP and load kind, not a held-out shape)?
-    Everything else is scored, never fitted."""
-    plan = load_measured_plan(plan_path)
+    Everything else is scored, never fitted. `plan`: the plan already read from plan_path (read here if None)."""
+    plan = plan or load_measured_plan(plan_path)
     if Path(run_dir).name in plan.holdout_shapes:
         return False
     for f in plan.fit:

@@ -385,7 +385,7 @@ def open_loop(c, eff, budget, isl, osl, rate, slots: Slots, ideal, extras=Extras
     served = np.where(over, rps_max, R)
     s_used = {k: np.where(over, cap[k], v) if k in ("itl", "t_dec", "t_mix", "running") else v for k, v in s.items()}
     # an arrival finds the engine idle with the chance that nothing is in flight (B in flight on average, Poisson
-    # in number): then its first step pays the CPU work a busy engine overlaps
+    # in number): then its first step lasts at least the CPU work a busy engine overlaps (idle_start_extra_s)
     _, _, I_new = _lengths(isl, osl, extras)
     alone = step_time_s(c, eff, 0, 0.0, np.minimum(I_new, budget), s["keys"], ideal)  # its prompt's step on an idle engine
     idle = np.exp(-B) * idle_start_extra_s(eff, alone)

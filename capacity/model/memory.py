@@ -9,11 +9,12 @@ vLLM: KV memory = usable × gpu_memory_utilization − weights − activation pe
 per pool); hybrid sliding/full models share pools between layer groups (vLLM's hybrid allocator).
 
 The token count vLLM prints ("GPU KV cache size") is blocks × block size for uniform full-attention models, but
-for hybrid ones and for models whose every layer is windowed (Mistral 7B v0.1) it is max_model_len × the number of max_model_len requests the blocks hold, where a sliding-window
-group's request holds at most window − 1 + in-flight tokens (+1 block): Gemma 3 27B on an H200 prints
-551,292 tokens for 61,9xx blocks, i.e. 4.2 requests of 131,072 tokens; Mistral 7B v0.1 prints 1,492,542 tokens
-for 933,5xx token slots (45.55 requests of 32,768 tokens, each holding 4,095 + 2 × 8,192 tokens + 1 block). `kv_capacity_tokens` follows that
-rule so it can be checked against the log; concurrency comes from `max_sequences`, not from it.
+for hybrid ones and for models whose every layer is windowed (Mistral 7B v0.1) it is max_model_len × the number
+of max_model_len requests the blocks hold, where a sliding-window group's request holds at most window − 1 +
+in-flight tokens (+1 block): Gemma 3 27B on an H200 prints 551,292 tokens for 61,9xx blocks, i.e. 4.2 requests of
+131,072 tokens; Mistral 7B v0.1 prints 1,492,542 tokens for 933,5xx token slots (45.55 requests of 32,768 tokens,
+each holding 4,095 + 2 × 8,192 tokens + 1 block). `kv_capacity_tokens` follows that rule so it can be checked
+against the log; concurrency comes from `max_sequences`, not from it.
 """
 
 from __future__ import annotations

@@ -290,7 +290,7 @@ def run_config(cfg: dict, out: Path, budget_s: float, skipped: list[str]) -> Non
                     pack(out)
             finally:
                 if spinner is not None:
-                    spinner.__exit__(None, None, None)
+                    spinner.stop()
     finally:
         engine.stop()
         write_facts(root, engine_name, engine.log_text(), version)

@@ -77,16 +77,22 @@ class Spinner:
         self.cpu = cpu
         self.proc: subprocess.Popen | None = None
 
-    def __enter__(self) -> "Spinner":
+    def start(self) -> "Spinner":
         code = f"import os; os.sched_setaffinity(0, {{{self.cpu}}})\nwhile True: pass"
         self.proc = subprocess.Popen([sys.executable, "-c", code])
         time.sleep(0.05)  # let it start spinning
         return self
 
-    def __exit__(self, *exc) -> None:
+    def stop(self) -> None:
         if self.proc is not None:
             self.proc.kill()
             self.proc.wait()
+
+    def __enter__(self) -> "Spinner":
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
 
 
 def sibling_scan(cpu: int, others: list[int] | None = None) -> dict[int, float]:
@@ -291,5 +297,5 @@ def apply_condition(server_root: int, probe: dict, cond: dict) -> tuple[dict, Sp
     elif applied["spin"] == "other":
         spin_cpu = probe.get("other")
     applied["spin_cpu"] = spin_cpu
-    spinner = Spinner(spin_cpu).__enter__() if spin_cpu is not None else None
+    spinner = Spinner(spin_cpu).start() if spin_cpu is not None else None
     return applied, spinner
