@@ -21,6 +21,7 @@ from capacity.plan import Plan, make_plan
 from capacity.model.power import mean_power_w, request_busy_s, shipped_power
 from capacity.model.steptime import host_token_s, step_parts
 from capacity.loads import shape
+from capacity.loads.draws import span_rel_sd
 from capacity.loadmodel.workload import (Extras, LoadContext, LoadResult, Slots, spec_tokens_per_step, speculation,
                                         waits_for_read)
 from capacity.cost import energy_fields, usd_per_million_tokens
@@ -146,9 +147,19 @@ class Estimate(BaseModel):
     method: str = "closed-form"
     regime: str = Field("", description="what the numbers describe: a benchmark as run (clients start together, a "
                                         "finite number of requests) or the steady state of an endless load")
+    arrival_sample_rel_sd: float | None = Field(
+        None, description="random arrivals, simulated: the seed-to-seed relative sd of the arrivals' span (and of "
+                          "requests/s with it) for a run of this many requests (capacity/loads/draws.span_rel_sd)")
     notes: list[str] = Field(default_factory=list)
     card: AccuracyCard | None = Field(None, description="how far to trust this answer: domain, slice, held-out error "
                                                         "and 90 % intervals (capacity/card.py)")
+
+
+def arrival_sample_rel_sd(s: Scenario, kind: str, value: float) -> float:
+    """How much a finite run of random arrivals differs from seed to seed (0 for other loads)."""
+    if kind == "trace" or not shape(kind).endless or shape(kind).clients(value) is not None:
+        return 0.0
+    return span_rel_sd(shape(kind).simulated_requests(value, s.num_requests), s.arrivals, s.gamma_shape)
 
 
 def _check_lengths(s: Scenario) -> None:
@@ -478,6 +489,12 @@ def predict(plan: Plan, cal: Calibration, s: Scenario) -> Estimate:
         notes.append(f"simulated step by step: the closed forms cannot express the {' and '.join(reasons)}")
     elif method == "closed-form" and closed_form_gaps(s, load.kind) and not s.ideal:
         notes.append(f"closed forms asked for explicitly: the {' and '.join(closed_form_gaps(s, load.kind))} is ignored")
+    sample_sd = arrival_sample_rel_sd(s, load.kind, load.value) if method == "simulate" else 0.0
+    if sample_sd:
+        notes.append(f"{s.arrivals} arrivals are random: these numbers are seed {s.seed}'s sample of "
+                     f"{load.shape.simulated_requests(load.value, s.num_requests):,} requests (what validate --seed "
+                     f"{s.seed} sends); from seed to seed the arrivals' span, and requests/s with it, varies by "
+                     f"±{sample_sd * 100:.1f} % (1 sd)")
     if cal.extrapolated:
         notes.append(cal.extrapolated)
     elif cal.engine == "default":
@@ -508,7 +525,7 @@ def predict(plan: Plan, cal: Calibration, s: Scenario) -> Estimate:
         **energy_fields(gpu.tdp_watts * s.num_gpus, predicted_power_w(plan, s, f["requests_per_s"], lane),
                         out_tps, s.price_usd_per_kwh),
         calibration=cal.label, calibration_source=cal.source, intervals=intervals, method="bound" if s.ideal else method,
-        regime=regime,
+        regime=regime, arrival_sample_rel_sd=sample_sd or None,
         notes=notes,
     )
     return est.model_copy(update={"card": accuracy_card(s, est)})

@@ -46,7 +46,7 @@ def points(spec: list[dict]):
                 pt = parse_point(text)  # validate/spec_points.py, as campaign.py reads it
                 if pt.load is None or not pt.recorded:  # rates are placed on the device; warm-ups are not measured
                     continue
-                options = {**extra, "arrivals": pt.arrivals} if pt.load.kind == "rate" else extra
+                options = {**extra, "arrivals": pt.arrivals, "gamma_shape": pt.gamma_shape} if pt.load.kind == "rate" else extra
                 yield cfg, isl, osl, opts.get("dir", f"{isl}x{osl}"), pt.load.label, pt.num_requests, options
 
 

@@ -16,8 +16,8 @@ from hypothesis import strategies as st
 from capacity.errors import WorkloadError
 from capacity.estimate import Scenario, calibration_for, estimate, load_context, plan_for
 from capacity.model.kv import attended_tokens_prefill
-from capacity.loadmodel.simulate import (MAX_STALLED_STEPS, count_after, next_read_step, EngineContext, Traffic, _FrontEnd, _requests, simulate,
-                               spread_lengths)
+from capacity.loadmodel.simulate import (MAX_STALLED_STEPS, count_after, next_read_step, EngineContext, Traffic, _FrontEnd, _requests, simulate)
+from capacity.loads.draws import arrivals_rng, lengths_rng, spread_lengths
 from capacity.model.steptime import step_time_s
 from capacity.model.stepper import Stepper
 
@@ -86,15 +86,17 @@ def test_scalar_pricers_equal_the_vectorized_ones_bit_for_bit(model, ideal):
 
 def test_spread_lengths_drawn_at_once_are_the_single_draws():
     """Lengths are drawn in one call; the stream is that of one draw per length, input then output, request after
-    request (as they were drawn before), so seeded runs keep their lengths and arrival times."""
+    request, from the lengths' stream, and the gaps from the arrivals' own (capacity/loads/draws.py: validate's
+    senders draw the same two streams one value at a time)."""
     for dist, ratio in (("uniform", 0.5), ("uniform", 0.0), ("normal", 0.3), ("uniform", 1.5)):
         t = Traffic(kind="rate", value=5, num_requests=300, arrivals="poisson", length_dist=dist, length_ratio=ratio, seed=7)
         I, O, send = _requests(t, 1, 128) if ratio == 1.5 else _requests(t, 1024, 128)
-        rng = np.random.default_rng(7)
+        rng = lengths_rng(7)
         isl = 1 if ratio == 1.5 else 1024
         pairs = [(spread_lengths(rng, isl, dist, ratio, 1)[0], spread_lengths(rng, 128, dist, ratio, 1)[0]) for _ in range(300)]
         assert I.tolist() == [a for a, _ in pairs] and O.tolist() == [b for _, b in pairs]
-        assert send.tolist() == np.concatenate([[0.0], np.cumsum(rng.exponential(0.2, size=300)[:-1])]).tolist()
+        gaps = arrivals_rng(7)
+        assert send.tolist() == np.concatenate([[0.0], np.cumsum([gaps.exponential(0.2) for _ in range(299)])]).tolist()
 
 
 def reference_simulate(engine: EngineContext, traffic: Traffic, isl: int, osl: int):

@@ -42,6 +42,16 @@ def _positive_seconds(text: str) -> float:
 MAX_TIMEOUT_S = 7 * 24 * 3600.0
 
 
+def _positive_number(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (0 < value < 1e6):
+        raise argparse.ArgumentTypeError(f"expected a number above 0 (got {text!r})")
+    return value
+
+
 def _fraction(text: str) -> float:
     try:
         value = float(text)
@@ -65,7 +75,10 @@ def _add_load_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--warmup", type=int, default=2, help="warm-up requests before each point, not measured")
     g.add_argument("--burst-size", type=int, help="requests of the sweep's burst point (default --num-requests)")
     g.add_argument("--sweep-rates", type=int, default=5, help="rates between sync and burst in a sweep")
-    g.add_argument("--arrivals", choices=["constant", "poisson"], default="constant", help="for rate points")
+    g.add_argument("--arrivals", choices=["constant", "poisson", "gamma"], default="constant",
+                   help="gaps between a rate point's arrivals (the step simulator draws the same ones for --seed)")
+    g.add_argument("--gamma-shape", type=_positive_number, default=1.0,
+                   help="gamma arrivals: shape (1 = Poisson, < 1 burstier)")
     g.add_argument("--max-concurrency", type=int, help="cap on requests in flight at rate points")
     g.add_argument("--length-dist", default="fixed", help="fixed | uniform:R | normal:R | file:PATH")
     g.add_argument("--shared-prefix", type=_fraction, default=0.0, metavar="F",

@@ -27,6 +27,7 @@ def _options(args: argparse.Namespace) -> LoadOptions:
     num_requests = args.num_requests if args.num_requests or args.duration_s else 100
     return LoadOptions(num_requests=num_requests, duration_s=args.duration_s, warmup=args.warmup,
                        burst_size=args.burst_size, sweep_rates=args.sweep_rates, arrivals=args.arrivals,
+                       gamma_shape=args.gamma_shape,
                        max_concurrency=args.max_concurrency, seed=args.seed)
 
 

@@ -86,7 +86,7 @@ def load_run(path: str | Path) -> MeasuredRun:
 
 def workload_scenario(workload: dict) -> dict:
     """The load's shape as the run sent it (metadata.json's workload, written by the folder's latest sweep): its
-    length spread and arrival process, as Scenario fields, so the prediction prices the same traffic (the closed
+    length spread, arrival process and seed, as Scenario fields, so the prediction prices the same traffic (the closed
     forms cannot express either: the estimate then simulates)."""
     out: dict = {}
     kind, _, ratio = str(workload.get("length_dist") or "fixed").partition(":")
@@ -95,8 +95,14 @@ def workload_scenario(workload: dict) -> dict:
             out["length_dist"], out["length_ratio"] = kind, float(ratio)
         except ValueError:
             out = {}
-    if workload.get("arrivals") in ("constant", "poisson"):
+    if workload.get("arrivals") in ("constant", "poisson", "gamma"):
         out["arrivals"] = workload["arrivals"]
+        shape = workload.get("gamma_shape")
+        if workload["arrivals"] == "gamma" and isinstance(shape, (int, float)) and shape > 0:
+            out["gamma_shape"] = float(shape)
+    seed = workload.get("seed")
+    if isinstance(seed, int) and not isinstance(seed, bool) and 0 <= seed < 2**32:
+        out["seed"] = seed  # the simulator draws the run's own arrivals (capacity/loads/draws.py)
     shared = workload.get("shared_prefix")
     if isinstance(shared, (int, float)) and 0 < shared < 1:
         out["prefix_hit_rate"] = float(shared)
@@ -168,6 +174,11 @@ def point_scenario(run: MeasuredRun, p: PointResult, **overrides) -> Scenario:
     load = load_of(p.load)  # closed loops and rates run until their count: the prediction takes the point's
     extra = {"num_requests": p.completed + p.failed} if load is not None and load.shape.endless else {}
     fields = {k: v for k, v in run.scenario.items() if k in Scenario.model_fields}
+    sent = {k: getattr(p, k) for k in ("arrivals", "gamma_shape", "seed") if getattr(p, k) is not None}
+    if sent:  # the point's own record of how it was sent outranks the folder's latest sweep
+        fields.update(workload_scenario(sent))
+        if sent.get("arrivals") not in (None, "gamma"):
+            fields.pop("gamma_shape", None)
     hit = measured_hit_rate(p)  # what the engine served from its cache, whatever the workload meant
     if hit is not None:
         extra["prefix_hit_rate"] = hit

@@ -3,7 +3,7 @@
 sync            one request at a time
 concurrency:C   C requests in flight, a new one as soon as one finishes (closed loop)
 burst:N         all N submitted at once; throughput = completed / time until the last finishes
-rate:R          arrivals at R per second, evenly spaced (constant) or Poisson (open loop)
+rate:R          arrivals at R per second, evenly spaced (constant), Poisson or gamma (open loop)
 sweep           sync, then a burst, then K rates evenly spaced strictly between the two measured
                 request rates (guidellm's and Modal's sweep)
 Lists are allowed: ``concurrency:1,4,16``, ``rate:2,4``; two values with one label (rates equal to 6
@@ -46,7 +46,8 @@ class LoadOptions(BaseModel):
     warmup: int = Field(default=2, ge=0)
     burst_size: int | None = Field(default=None, gt=0, description="the sweep's burst (default num_requests)")
     sweep_rates: int = Field(default=5, ge=0)
-    arrivals: Literal["constant", "poisson"] = "constant"
+    arrivals: Literal["constant", "poisson", "gamma"] = "constant"
+    gamma_shape: float = Field(default=1.0, gt=0, description="gamma arrivals: shape (1 = Poisson, < 1 burstier)")
     max_concurrency: int | None = Field(default=None, gt=0, description="cap on in-flight requests (rate)")
     seed: int = 0
 
@@ -109,9 +110,10 @@ async def run_point(client: Client, point: LoadPoint, maker: PromptMaker, option
     request (default: the client's); ``on_start`` is awaited once the warm-up is over, just before the first
     measured request."""
     label = point.label
+    maker.start_point()
     if options.warmup:
         warm_t0 = time.perf_counter()
-        await asyncio.gather(*(client.send(maker.next(), "warmup", warm_t0, timeout_s)
+        await asyncio.gather(*(client.send(maker.next(warmup=True), "warmup", warm_t0, timeout_s)
                                for _ in range(options.warmup)))
     if on_start is not None:
         await on_start()

@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -99,6 +99,11 @@ class PointResult(BaseModel):
     max_concurrency: Count | None = Field(default=None, description="most requests in flight at once")
     mean_concurrency: Tokens | None = Field(default=None, description="sum of e2e latencies / duration")
     warmup_requests: Count = 0
+    # how the point's requests were sent (one folder can hold points of several sweeps; metadata.json keeps only
+    # the latest sweep's options): None in points written before 2026-12-04, whose folder's metadata then holds them
+    arrivals: Literal["constant", "poisson", "gamma"] | None = None
+    gamma_shape: float | None = Field(default=None, gt=0)
+    seed: int | None = Field(default=None, ge=0)
     errors: list[str] = Field(default_factory=list, description="up to 5 distinct error strings")
     source: str = "validate"
     engine_telemetry: EngineTelemetry | None = Field(default=None, description="the engine's own counters (/metrics)")

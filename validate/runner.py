@@ -156,6 +156,10 @@ def run_profile(target: Target, workload: Workload, profile: str, options: LoadO
                                           on_start=started)
         summary = summarize(point.label, records, client.max_in_flight,
                             point.value if point.kind == "rate" else None, options.warmup)
+        summary.seed = workload.seed
+        if point.kind == "rate":
+            summary.arrivals = options.arrivals
+            summary.gamma_shape = options.gamma_shape if options.arrivals == "gamma" else None
         if summary.failed and not await _server_alive(target, engine):
             raise ServerLostError(_lost(target, engine, summary, results, len(done)))
         summary.engine_telemetry = summarize_telemetry(sampler.samples, maker.intended_hit_rate())

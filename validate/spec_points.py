@@ -9,6 +9,7 @@ predicted beforehand by scripts/predict_spec.py): one parser for both, over capa
                     (Poisson arrivals compose batches a burst never makes; each composition may compile kernels)
     prate:R:N       N requests at R per second, Poisson arrivals
     crate:R:N       the same, evenly spaced
+    grate:R:N:K     the same, gamma gaps of shape K (K = 1 is Poisson, below 1 burstier)
     rates:K:S       K rates evenly spaced between the measured sync and burst rates, S seconds each
     profsync:N      N requests one at a time under the engine's torch profiler (its trace summarized; not recorded
                     as a measurement: the profiler slows the host)
@@ -24,7 +25,8 @@ from capacity.errors import WorkloadError
 from capacity.load import Load, parse_load
 from validate.errors import UsageError
 
-PointKind = Literal["sync", "concurrency", "burst", "warmburst", "warmprate", "prate", "crate", "rates", "profsync"]
+PointKind = Literal["sync", "concurrency", "burst", "warmburst", "warmprate", "prate", "crate", "grate", "rates",
+                    "profsync"]
 # kind: (load kind, the fields after the kind)
 GRAMMAR: dict[str, tuple[str | None, tuple[str, ...]]] = {
     "sync": ("sync", ("num_requests",)),
@@ -34,6 +36,7 @@ GRAMMAR: dict[str, tuple[str | None, tuple[str, ...]]] = {
     "warmprate": ("rate", ("value", "num_requests", "passes")),
     "prate": ("rate", ("value", "num_requests")),
     "crate": ("rate", ("value", "num_requests")),
+    "grate": ("rate", ("value", "num_requests", "shape")),
     "rates": (None, ("count", "seconds")),
     "profsync": ("sync", ("num_requests",)),
 }
@@ -46,7 +49,8 @@ class SpecPoint(BaseModel):
     kind: PointKind
     load: Load | None = None  # None for `rates`: placed once sync and burst are measured
     num_requests: int | None = None  # None for bursts: the burst's own size
-    arrivals: Literal["constant", "poisson"] = "constant"
+    arrivals: Literal["constant", "poisson", "gamma"] = "constant"
+    gamma_shape: float = 1.0  # grate: the gaps' gamma shape
     recorded: bool = True
     count: int | None = None
     seconds: float | None = None
@@ -63,7 +67,7 @@ def parse_point(text: str) -> SpecPoint:
     if len(rest) != len(names):
         raise UsageError(f"spec point {text!r}: {kind} takes {':'.join(n.upper() for n in names)}")
     try:
-        fields = {n: (float(v) if n in ("value", "seconds") else int(v)) for n, v in zip(names, rest)}
+        fields = {n: (float(v) if n in ("value", "seconds", "shape") else int(v)) for n, v in zip(names, rest)}
     except ValueError:
         raise UsageError(f"spec point {text!r}: expected numbers after {kind}") from None
     try:
@@ -74,7 +78,10 @@ def parse_point(text: str) -> SpecPoint:
     n = fields.get("num_requests")
     if (n is not None and n < 1) or any(fields.get(k) is not None and fields[k] < 1 for k in ("count", "passes")):
         raise UsageError(f"spec point {text!r}: counts must be at least 1")
+    if not 0 < fields.get("shape", 1.0) <= 100:
+        raise UsageError(f"spec point {text!r}: the gamma shape must be above 0 and at most 100")
     return SpecPoint(text=text, kind=kind, load=load, num_requests=n,
-                     arrivals="poisson" if kind in ("prate", "warmprate") else "constant",
+                     arrivals="poisson" if kind in ("prate", "warmprate") else "gamma" if kind == "grate" else "constant",
+                     gamma_shape=fields.get("shape", 1.0),
                      recorded=not kind.startswith(("warm", "prof")), count=fields.get("count"), seconds=fields.get("seconds"),
                      passes=fields.get("passes", 1), profiled=kind == "profsync")

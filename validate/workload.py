@@ -19,9 +19,11 @@ from typing import Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
+from capacity.loads.draws import WARMUP_LENGTHS_STREAM, lengths_rng, spread_lengths
 from validate.errors import UsageError
 
 PREFIX_TOKENS = 3
+BODIES_STREAM = 3  # default_rng([seed, 3]): prompt token ids (capacity/loads/draws.py numbers the other streams)
 # Used when the server's vocabulary is unknown (attach mode without --model-config): ids that exist in
 # every common tokenizer and are not special in any of them.
 UNKNOWN_VOCAB_SIZE = 30_000
@@ -101,15 +103,6 @@ class Workload(BaseModel):
         return out
 
 
-def _spread(rng: np.random.Generator, mean: int, dist: LengthDist, n: int) -> np.ndarray:
-    if dist.kind == "uniform":
-        low, high = int(mean * (1 - dist.ratio)), int(mean * (1 + dist.ratio))
-        return rng.integers(max(low, 1), max(high, 1) + 1, size=n)
-    if dist.kind == "normal":
-        return np.maximum(np.rint(rng.normal(mean, dist.ratio * mean, size=n)), 1).astype(int)
-    return np.full(n, mean)
-
-
 class RequestSpec(BaseModel):
     index: int
     prompt_ids: list[int]
@@ -125,7 +118,11 @@ class PromptMaker:
         self.allowed = np.setdiff1d(np.arange(workload.vocab_size, dtype=np.int64), specials)
         if len(self.allowed) < 16:
             raise UsageError(f"vocabulary of {workload.vocab_size} has too few ordinary token ids")
-        self.rng = np.random.default_rng(workload.seed)
+        # three streams (capacity/loads/draws.py): the token ids, the measured requests' lengths (restarted at every
+        # load point, as the step simulator draws a point's) and the warm-up requests' lengths
+        self.rng = np.random.default_rng([workload.seed, BODIES_STREAM])
+        self.length_rng = lengths_rng(workload.seed)
+        self.warmup_rng = lengths_rng(workload.seed, WARMUP_LENGTHS_STREAM)
         # The salt differs between runs (resumed runs too), so a server's prefix cache never matches.
         self.salt = int.from_bytes(os.urandom(4), "little") if salt is None else salt
         self.pairs = read_length_pairs(workload.length_dist.path) if workload.length_dist.path else None
@@ -146,20 +143,25 @@ class PromptMaker:
         """Share of prompt tokens a prefix cache can serve: the common prefix over the mean prompt."""
         return len(self.shared) / self.workload.isl
 
-    def lengths(self) -> tuple[int, int]:
-        w = self.workload
+    def start_point(self) -> None:
+        """A load point begins: its requests' lengths are the stream's from the first (the simulator's for the seed)."""
+        self.length_rng = lengths_rng(self.workload.seed)
+
+    def lengths(self, warmup: bool = False) -> tuple[int, int]:
+        w, rng = self.workload, self.warmup_rng if warmup else self.length_rng
         if self.pairs:
-            return self.pairs[int(self.rng.integers(len(self.pairs)))]
-        return int(_spread(self.rng, w.isl, w.length_dist, 1)[0]), int(_spread(self.rng, w.osl, w.length_dist, 1)[0])
+            return self.pairs[int(rng.integers(len(self.pairs)))]
+        isl, osl = spread_lengths(rng, np.array([w.isl, w.osl]), w.length_dist.kind, w.length_dist.ratio, 2)
+        return int(isl), int(osl)
 
     def prefix(self, index: int) -> list[int]:
         base = len(self.allowed)
         digits = [self.salt % base, (index // base) % base, index % base]
         return [int(self.allowed[d]) for d in digits]
 
-    def next(self) -> RequestSpec:
+    def next(self, warmup: bool = False) -> RequestSpec:
         index, self.count = self.count, self.count + 1
-        isl, osl = self.lengths()
+        isl, osl = self.lengths(warmup)
         body = self.allowed[self.rng.integers(len(self.allowed), size=max(isl - PREFIX_TOKENS, 0))]
         ids = (self.shared[:max(isl - PREFIX_TOKENS, 0)] + self.prefix(index) + body.tolist())[:isl]
         return RequestSpec(index=index, prompt_ids=ids, output_tokens=osl)

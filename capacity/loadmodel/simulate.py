@@ -32,7 +32,9 @@ stream tokens back while it does; `request_overhead_s` (HTTP, input processing) 
 request on its way in. Clients are what benchmarks run: one at a time (sync), C clients in a closed
 loop that all start at once, N at once (burst), open arrivals (constant, Poisson or gamma gaps), or
 a replayed trace of arrival times and lengths. Lengths are fixed or spread (uniform / normal, as
-`validate --length-dist` draws them). Deterministic under a seed.
+`validate --length-dist` draws them). Deterministic under a seed: lengths and gaps come from the streams
+validate's senders draw from (capacity/loads/draws.py), so a simulated run with seed S sends what
+`validate --seed S` sends.
 
 Speed (10,000 requests in a fraction of a second; `make bench`): decode-only stretches with nothing
 to admit are taken in one jump up to the next event (a finish, an arrival, a full KV cache), priced
@@ -59,6 +61,7 @@ from capacity.calibration import Efficiency
 from capacity.errors import WorkloadError
 from capacity.loadmodel.workload import spec_tokens_per_step
 from capacity.loads import SHAPES, shape
+from capacity.loads.draws import arrivals_rng, lengths_rng, spread_lengths
 from capacity.model.memory import blocks_per_sequence
 from capacity.plan import Plan
 from capacity.model.stepper import SpecStepper, Stepper
@@ -96,18 +99,6 @@ class Traffic(BaseModel):
         if kind != "trace" and kind not in SHAPES:
             raise ValueError(f"unknown load kind {kind!r}: one of {', '.join(SHAPES)} or trace")
         return kind
-
-
-def spread_lengths(rng: np.random.Generator, mean: int | np.ndarray, kind: str, ratio: float, n: int) -> np.ndarray:
-    """Lengths as `validate --length-dist` draws them: uniform in [L(1−r), L(1+r)], normal with σ = r·L. `mean`: one
-    length, or one per draw (the draws are those of n single calls, one after another)."""
-    mean = np.broadcast_to(np.asarray(mean), (n,))
-    if kind == "uniform":
-        low, high = (mean * (1 - ratio)).astype(int), (mean * (1 + ratio)).astype(int)
-        return rng.integers(np.maximum(low, 1), np.maximum(high, 1) + 1)
-    if kind == "normal":
-        return np.maximum(np.rint(rng.normal(mean, ratio * mean)), 1).astype(int)
-    return np.array(mean, dtype=int)
 
 
 @dataclass(frozen=True)
@@ -262,20 +253,21 @@ def _requests(traffic: Traffic, isl: int, osl: int) -> tuple[np.ndarray, np.ndar
                 send - send.min())
     load = shape(traffic.kind)
     n = load.simulated_requests(traffic.value, traffic.num_requests)
-    rng = np.random.default_rng(traffic.seed)
+    arrivals = arrivals_rng(traffic.seed)  # the streams validate's senders draw from (capacity/loads/draws.py)
     if traffic.trace_isl:  # recorded lengths, in send order (a closed loop or burst replayed with its own lengths)
         if len(traffic.trace_osl) != len(traffic.trace_isl):
             raise WorkloadError("trace: input and output lengths must be given, one pair per request")
         I = np.maximum(np.asarray(traffic.trace_isl, dtype=int), 1)
         O = np.maximum(np.asarray(traffic.trace_osl, dtype=int), 1)
-        return I, O, load.send_times(traffic.value, len(I), rng, traffic.arrivals, traffic.gamma_shape)
+        return I, O, load.send_times(traffic.value, len(I), arrivals, traffic.arrivals, traffic.gamma_shape)
     if traffic.length_dist != "fixed":
         # one draw per length, input then output, request after request: the stream of 2n single draws, drawn at once
-        lengths = spread_lengths(rng, np.tile([isl, osl], n), traffic.length_dist, traffic.length_ratio, 2 * n)
+        lengths = spread_lengths(lengths_rng(traffic.seed), np.tile([isl, osl], n), traffic.length_dist,
+                                 traffic.length_ratio, 2 * n)
         I, O = lengths[0::2].astype(int), lengths[1::2].astype(int)
     else:
         I, O = np.full(n, isl, dtype=int), np.full(n, osl, dtype=int)
-    return I, O, load.send_times(traffic.value, n, rng, traffic.arrivals, traffic.gamma_shape)
+    return I, O, load.send_times(traffic.value, n, arrivals, traffic.arrivals, traffic.gamma_shape)
 
 
 class _Decoders:

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from capacity.loads.base import LoadShape
+from capacity.loads.draws import gaps
 
 RATE_MIN_PER_S = 1e-3  # 3.6 requests an hour: below that no server is sized by its load
 RATE_MAX_PER_S = 1e7
@@ -15,14 +16,7 @@ RATE_MAX_PER_S = 1e7
 @dataclass(frozen=True)
 class Rate(LoadShape):
     def send_times(self, value, n, rng, arrivals="constant", gamma_shape=1.0):
-        gap = 1.0 / value
-        if arrivals == "poisson":
-            gaps = rng.exponential(gap, size=n)
-        elif arrivals == "gamma":
-            gaps = rng.gamma(gamma_shape, gap / gamma_shape, size=n)
-        else:
-            gaps = np.full(n, gap)
-        return np.concatenate([[0.0], np.cumsum(gaps[:-1])])
+        return np.concatenate([[0.0], np.cumsum(gaps(rng, 1.0 / value, n, arrivals, gamma_shape)[:-1])])
 
     def simulated_requests(self, value, num_requests):
         return num_requests or int(min(max(value * 120.0, 200), 20_000))

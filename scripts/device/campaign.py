@@ -262,6 +262,8 @@ def run_config(cfg: dict, out: Path, budget_s: float, skipped: list[str]) -> Non
                     warm = (1 if pt.kind == "sync" else
                             int(pt.load.value * float(cfg.get("warmup_rounds", 0.25))) if pt.kind == "concurrency" else 0)
                     arrivals = ["--arrivals", pt.arrivals] if pt.load.kind == "rate" else []
+                    if pt.arrivals == "gamma":
+                        arrivals += ["--gamma-shape", f"{pt.gamma_shape:g}"]
                     if pt.profiled:  # under the profiler: summarized, never a measurement
                         into = root / "profile" / d.name
                         traces = profiler_dir(args)
