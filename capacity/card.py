@@ -40,7 +40,7 @@ METRIC_LABELS = {"ttft_s": "TTFT", "itl_s": "ITL", "throughput": "requests/s or 
 REGIMES = ("sync", "closed loop", "burst", "open arrivals")
 FP4_FORMATS = ("nvfp4", "mxfp4", "int4")
 KNOBS = ("gpu_memory_utilization", "max_num_seqs", "max_num_batched_tokens", "max_model_len", "max_cudagraph_tokens",
-         "recv_interval_steps")
+         "recv_interval_steps", "api_server_count")
 
 GPU_CLASSES = {
     "h200-sxm": "H200", "h200-nvl": "H200",

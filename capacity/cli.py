@@ -175,11 +175,14 @@ def _limit_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-cudagraph-tokens", type=_int_in(0, 10_000_000), help="largest CUDA graph in tokens (0 = eager; default: the engine's)")
     p.add_argument("--recv-interval-steps", type=_int_in(1, 100_000), help="SGLang --scheduler-recv-interval: decode "
                    "steps between reads of new requests (default: the engine's, 1)")
+    p.add_argument("--api-server-count", type=_int_in(1, 64), help="vLLM --api-server-count: front-end processes "
+                   "streaming tokens (default: the engine's, 1)")
     p.add_argument("--prefix-hit-rate", type=_float_in(0.0, 1.0, hi_open=True), default=0.0, help="share of prompt tokens already cached")
 
 
 SWEEP_OPTIONS = ("gpu_memory_utilization", "max_num_seqs", "max_num_batched_tokens", "max_model_len",
-                 "max_cudagraph_tokens", "recv_interval_steps", "prefix_hit_rate", "expert_parallel", "calibration")
+                 "max_cudagraph_tokens", "recv_interval_steps", "api_server_count", "prefix_hit_rate", "expert_parallel",
+                 "calibration")
 
 
 def _length_dist(text: str) -> tuple[str, float]:

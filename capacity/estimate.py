@@ -62,6 +62,8 @@ class Scenario(BaseModel):
                                              " SGLang --cuda-graph-max-bs; 0 = eager); default: the engine's")
     recv_interval_steps: int | None = Field(None, ge=1, le=100_000, description="SGLang --scheduler-recv-interval: "
                                             "decode steps between reads of new requests; default: the engine's (1)")
+    api_server_count: int | None = Field(None, ge=1, le=64, description="vLLM --api-server-count: front-end processes "
+                                         "streaming tokens; default: the engine's (1)")
     prefix_hit_rate: float = Field(0.0, ge=0, lt=1)
     spec_acceptance: float = Field(0.0, ge=0, lt=1)
     spec_draft_tokens: int = Field(0, ge=0, le=64)
@@ -179,10 +181,14 @@ def plan_for(s: Scenario) -> Plan:
                                                                                           s.recv_interval_steps):
         raise WorkloadError(f"recv_interval_steps is SGLang's --scheduler-recv-interval; engine {s.engine} has no such "
                             "setting")
+    if s.api_server_count not in (None, 1) and not engine_object(s.engine).flags.sets("api_server_count",
+                                                                                      s.api_server_count):
+        raise WorkloadError(f"api_server_count is vLLM's --api-server-count; engine {s.engine} has no such setting")
     gpu = load_gpu(s.gpu)
     profile = engine_profile("ideal" if s.ideal else s.engine, gpu.usable_memory_bytes, s.tp, gpu_memory_utilization=s.gpu_memory_utilization,
                              max_num_seqs=s.max_num_seqs, max_num_batched_tokens=s.max_num_batched_tokens,
                              max_cudagraph_tokens=s.max_cudagraph_tokens, recv_interval_steps=None if s.ideal else s.recv_interval_steps,
+                             api_server_count=None if s.ideal else s.api_server_count,
                              spec_draft_tokens=s.spec_draft_tokens if speculating(s) else None,
                              spec_draft_model=s.spec_draft_model if speculating(s) else None)
     model = load_model(s.model)

@@ -180,6 +180,8 @@ def make_plan(m: ModelArch, gpu: Gpu, precision: str, kv_precision: str, profile
     costs: StepCosts = build_costs(m, w, gpu, cp, kv_b, tp, ep, profile.max_cudagraph_tokens,
                                    profile.async_scheduling, profile.exposed_step_host_s,
                                    profile.max_prefill_graph_tokens, fmt)
+    if profile.host_floor_scale != 1.0:
+        costs = replace(costs, host_scale=profile.host_floor_scale)
     lane_mem, lane_seqs = None, profile.lane_running_limit(pp, ranks)
     if attention_dp:  # each GPU reads the whole KV of its 1/tp of the batch: per GPU, 1/tp of a token's whole KV
         costs = replace(costs, kv_bytes_per_token_layer=mem.kv_bytes_per_token_layer / tp, dp_ranks=tp)

@@ -77,6 +77,13 @@ class EngineProfile(BaseModel):
     exposed_step_host_s: float = Field(0.0, ge=0, le=1, description="the CPU's work per step (schedule, prepare inputs, "
                                                                     "process outputs) paid when async scheduling is off")
 
+    api_server_count: int = Field(1, ge=1, le=64, description="front-end processes that take requests and stream "
+                                  "tokens to clients (vLLM --api-server-count)")
+    engine_core_host_share: float = Field(1.0, gt=0, le=1, description="the share of the host floor per sequence "
+                                          "(host_token_s, fitted with one front-end process) that stays in the "
+                                          "engine core when more front-end processes share the streaming; 1: more "
+                                          "front ends do not lower it")
+
     running_limit_per_batch: bool = Field(False, description="under pipeline parallelism max_num_seqs bounds each "
                                           "batch in flight (TensorRT-LLM's max_batch_size per micro-batch); False: "
                                           "all running requests together (vLLM, SGLang)")
@@ -92,6 +99,13 @@ class EngineProfile(BaseModel):
         later than a synchronous scheduler); without it, none. One at most: the closed forms and the step simulator
         (which keeps only the last step's start) both read it, so they agree by construction."""
         return 1 if self.async_scheduling and self.in_flight_batches > 1 else 0
+
+    @property
+    def host_floor_scale(self) -> float:
+        """What the host floor per sequence is of the one-front-end floor the calibration fitted: the engine core
+        and its front-end processes run side by side, so the slower sets the pace: max(the engine core's share,
+        1 / the front-end processes)."""
+        return max(self.engine_core_host_share, 1.0 / self.api_server_count)
 
     def lane_running_limit(self, pp: int = 1, dp_ranks: int = 1) -> int:
         """The running limit of one of the pp batches a pipeline keeps in flight, with attention data parallel over

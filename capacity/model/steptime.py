@@ -80,6 +80,9 @@ class StepCosts:
     # attention data parallel: GPUs each running its own executor over its share of the batch, so the per-sequence
     # host and launch work of a step is done by dp_ranks processes side by side (1: one process for the batch)
     dp_ranks: int = 1
+    # the host floor per sequence as a share of the one-front-end floor fitted (EngineProfile.host_floor_scale: more
+    # front-end processes stream the tokens, down to the engine core's own share)
+    host_scale: float = 1.0
     # (FLOP share, reduction length per GPU) of the expert projections: up/gate reduce over the hidden size, down
     # over the expert's width on this GPU (split by TP without EP)
     expert_reductions: tuple[tuple[float, float], ...] = ()
@@ -180,8 +183,9 @@ def fixed_overhead_s(c: StepCosts, eff: Efficiency) -> float:
 def host_token_s(c: StepCosts, eff: Efficiency) -> float:
     """The engine's host work per sequence of a step, as one lane sees it: one process does it for every batch in
     flight, so under pipeline parallelism (pp batches, one per stage) each batch's step waits for pp times as much;
-    under attention data parallel each of the dp_ranks processes does it for its own share of the batch."""
-    return eff.host_token_s * c.pp / c.dp_ranks
+    under attention data parallel each of the dp_ranks processes does it for its own share of the batch; with more
+    front-end processes streaming the tokens it falls to the engine core's share (c.host_scale)."""
+    return eff.host_token_s * c.host_scale * c.pp / c.dp_ranks
 
 
 def sequence_overhead_s(c: StepCosts, eff: Efficiency) -> float:
