@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 from pydantic import ValidationError
 
+from capacity.argtypes import float_in as _float_in, int_in as _int_in
 from capacity.engine import PROFILES
 from capacity.errors import CapacityError, InputError, ResultError, flatten_validation_error, one_line, show_value
 from capacity.estimate import Scenario, estimate
@@ -36,44 +37,6 @@ class CliParser(argparse.ArgumentParser):
 
     def error(self, message: str):  # type: ignore[override]
         raise InputError(one_line(f"{self.prog}: {message} (see {self.prog} --help)"))
-
-
-def _int_in(lo: int, hi: int):
-    expected = f"an integer from {lo:,} to {hi:,}"
-
-    def parse(text: str) -> int:
-        try:
-            value = int(text.strip())
-        except ValueError:  # not a number, or more than 4,300 digits
-            raise argparse.ArgumentTypeError(f"expected {expected}, got {show_value(text)}") from None
-        if not lo <= value <= hi:
-            raise argparse.ArgumentTypeError(f"expected {expected}, got {show_value(value)}")
-        return value
-
-    parse.__name__ = "integer"
-    return parse
-
-
-def _num(x: float) -> str:
-    return f"{int(x):,}" if float(x).is_integer() and abs(x) < 1e15 else f"{x:g}"
-
-
-def _float_in(lo: float, hi: float, lo_open: bool = False, hi_open: bool = False):
-    expected = f"a number {'>' if lo_open else '≥'} {_num(lo)} and {'<' if hi_open else '≤'} {_num(hi)}"
-
-    def parse(text: str) -> float:
-        try:
-            value = float(text.strip())
-        except (ValueError, OverflowError):
-            raise argparse.ArgumentTypeError(f"expected {expected}, got {show_value(text)}") from None
-        below = value <= lo if lo_open else value < lo
-        above = value >= hi if hi_open else value > hi
-        if not math.isfinite(value) or below or above:
-            raise argparse.ArgumentTypeError(f"expected {expected}, got {show_value(value)}")
-        return value
-
-    parse.__name__ = "number"
-    return parse
 
 
 def _list_of(item):

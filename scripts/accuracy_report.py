@@ -629,9 +629,11 @@ the burst of 1,000 compiled a kernel while timed and is excluded), 128/1024 with
 
 {sglang_points(sg_moe)}
 
-SGLang replays prefill CUDA graphs up to its 8,192-token chunk, so its prompts are never launched op by op (the
-profile's `max_prefill_graph_tokens`; a 1,024-token prompt takes 36 ms there against 66–110 ms on vLLM 0.26 at default
-graphs). What is left on the sync and concurrency points is TTFT: SGLang's engine clocks 32 ms for a 1,024-token
+SGLang replays prefill CUDA graphs up to its 8,192-token chunk, so this model's prompts are never launched op by op
+(the profile's `max_prefill_graph_tokens`; a 1,024-token prompt takes 36 ms there against 66–110 ms on vLLM 0.26 at
+default graphs); 0.5.17 turns them off for MLA models and on ROCm (`prefill_graphs_skip_mla`,
+`prefill_graphs_nvidia_only`), whose prompts the model prices op by op with vLLM's eager costs (the public DeepSeek-R1
+rows of SGLang on B200 and MI355X). What is left on the sync and concurrency points is TTFT: SGLang's engine clocks 32 ms for a 1,024-token
 prompt where the model's step is ~20 ms and SGLang's front-end (fitted on Llama-3.1-8B) {sg_fit.request_overhead_s * 1e3:.1f} ms. vLLM's front end is
 read from its own counters ({vllm_fit.request_overhead_s * 1e3:.1f} ms + {vllm_fit.prompt_token_overhead_s * 1e6:.1f} µs per prompt token) and an idle engine's first
 step lasts at least {vllm_fit.idle_step_s * 1e3:.1f} ms (SGLang's fit keeps that floor and the per-token term, and refits its fixed front end); pricing the

@@ -265,3 +265,21 @@ def test_an_eager_moe_prompt_says_how_far_to_trust_its_ttft():
     assert not noted(model="Qwen/Qwen3-30B-A3B", isl=1024, max_cudagraph_tokens=2048)
     assert not noted(model="meta-llama/Llama-3.1-8B", isl=1024)
     assert not noted(model="Qwen/Qwen3-30B-A3B", isl=1024, engine="trtllm")  # measured on vLLM only
+
+
+def test_sglang_runs_mla_prompts_and_rocm_prompts_without_prefill_graphs():
+    """SGLang 0.5.17's prefill graphs are off for MLA models and on ROCm (its server_args.py): those prompts pay
+    the op-by-op launch, other models' prompts on NVIDIA GPUs replay graphs up to the chunk."""
+    from capacity.estimate import Scenario, plan_for
+
+    def limit(model, gpu, **kw):
+        plan = plan_for(Scenario(model=model, gpu=gpu, engine="sglang", **kw))
+        return plan.costs.prefill_graph_limit, [n for n in plan.notes if "without CUDA graphs" in n]
+
+    graphed, notes = limit("meta-llama/Llama-3.1-8B", "h200-sxm")
+    assert graphed >= 8192 and not notes
+    assert limit("deepseek-ai/DeepSeek-V2-Lite", "h200-sxm")[0] == 0
+    eager, notes = limit("meta-llama/Llama-3.1-8B", "mi300x")
+    assert eager == 0 and "AMD" in notes[0]
+    # vLLM keeps its one graph limit for every model
+    assert plan_for(Scenario(model="deepseek-ai/DeepSeek-V2-Lite", engine="vllm")).costs.prefill_graph_limit > 0

@@ -17,6 +17,7 @@ from typing import NoReturn
 
 from pydantic import ValidationError
 
+from capacity.argtypes import float_in
 from validate import commands, export, report
 from validate.engines import ENGINES
 from validate.errors import UsageError, ValidateError, one_line
@@ -40,16 +41,6 @@ def _positive_seconds(text: str) -> float:
 
 
 MAX_TIMEOUT_S = 7 * 24 * 3600.0
-
-
-def _positive_number(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = math.nan
-    if not (0 < value < 1e6):
-        raise argparse.ArgumentTypeError(f"expected a number above 0 (got {text!r})")
-    return value
 
 
 def _fraction(text: str) -> float:
@@ -77,7 +68,7 @@ def _add_load_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--sweep-rates", type=int, default=5, help="rates between sync and burst in a sweep")
     g.add_argument("--arrivals", choices=["constant", "poisson", "gamma"], default="constant",
                    help="gaps between a rate point's arrivals (the step simulator draws the same ones for --seed)")
-    g.add_argument("--gamma-shape", type=_positive_number, default=1.0,
+    g.add_argument("--gamma-shape", type=float_in(0, 100, lo_open=True), default=1.0,
                    help="gamma arrivals: shape (1 = Poisson, < 1 burstier)")
     g.add_argument("--max-concurrency", type=int, help="cap on requests in flight at rate points")
     g.add_argument("--length-dist", default="fixed", help="fixed | uniform:R | normal:R | file:PATH")

@@ -77,6 +77,10 @@ class EngineProfile(BaseModel):
     exposed_step_host_s: float = Field(0.0, ge=0, le=1, description="the CPU's work per step (schedule, prepare inputs, "
                                                                     "process outputs) paid when async scheduling is off")
 
+    prefill_graphs_skip_mla: bool = Field(False, description="the engine's prefill graphs are off for MLA models "
+                                          "(SGLang 0.5.17's breakable backend): their prompts run op by op")
+    prefill_graphs_nvidia_only: bool = Field(False, description="the engine's prefill graphs are off on other GPUs "
+                                             "than NVIDIA's (SGLang 0.5.17 on ROCm)")
     api_server_count: int = Field(1, ge=1, le=64, description="front-end processes that take requests and stream "
                                   "tokens to clients (vLLM --api-server-count)")
     engine_core_host_share: float = Field(1.0, gt=0, le=1, description="the share of the host floor per sequence "

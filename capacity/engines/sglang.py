@@ -9,7 +9,9 @@ Scheduling: a prefill batch runs alone while the running sequences wait (no mixe
 The fraction, the prefill chunk and the largest decode CUDA graph follow from the GPU's memory (`sglang_defaults`).
 CUDA graphs: decode batches up to the largest decode graph (256 sequences on the H200); prefill batches replay graphs
 captured at token counts up to the chunk, so a lone prompt is never launched op by op (sitting 14: Qwen3-30B-A3B's
-1,024-token prompt 36 ms on SGLang, 66–110 ms on vLLM 0.26 at default graphs, 35 ms on vLLM with graphs to 2,048).
+1,024-token prompt 36 ms on SGLang, 66–110 ms on vLLM 0.26 at default graphs, 35 ms on vLLM with graphs to 2,048) —
+except for MLA models (DeepSeek-V2/V3/R1) and on ROCm, where 0.5.17 turns its prefill graphs off: their prompts
+pay the op-by-op launch, priced with vLLM's measured eager costs (SGLang's own were never timed here).
 Receiving: with --scheduler-recv-interval N > 1 the scheduler reads new requests off its socket only when a counter
 reaches N; each loop iteration adds 1 after a decode (or verify) step or none at all, 1000 after a prefill or mixed
 step (SGLang 0.5.9–0.5.17 `SchedulerRecvSkipper`; read from the release wheels). In steady decode an arrival waits
@@ -83,6 +85,11 @@ def limits(gpu_memory_bytes: float | None, tp: int, overrides: Mapping[str, Any]
         # default in 0.5.17: "Capture target prefill CUDA graph ... num_tokens=[4, ..., 8192]" in every start-up
         # log); --disable-cuda-graph (max_cudagraph_tokens 0) turns them off with the decode graphs
         max_prefill_graph_tokens=0 if overrides.get("max_cudagraph_tokens") == 0 else int(defaults["max_num_batched_tokens"]),
+        # ... except for MLA models other than DeepSeek's sparse-attention ones (DeepSeek-V2/V3/R1) and on ROCm, where
+        # 0.5.17 turns them off (server_args.py of the 0.5.17 wheel, read 2026-12-04); before 0.5.10 prefill graphs
+        # were opt-in (--enable-piecewise-cuda-graph), so the InferenceX 0.5.9 runs of DeepSeek-R1 ran them eager too
+        prefill_graphs_skip_mla=True,
+        prefill_graphs_nvidia_only=True,
     )
 
 
