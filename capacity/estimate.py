@@ -157,6 +157,17 @@ class Estimate(BaseModel):
                                                         "and 90 % intervals (capacity/card.py)")
 
 
+def api_servers_note(profile) -> str:
+    """What more front-end processes would do to a host-bound decode, for an engine that has them."""
+    if not engine_object(profile.name).flags.sets("api_server_count", 2) or profile.engine_core_host_share >= 1:
+        return ""
+    if profile.api_server_count > 1:
+        return (f", not more API servers: with {profile.api_server_count} the floor is taken as the engine core's "
+                f"{profile.engine_core_host_share:.2f} of the one-API-server floor")
+    return (f", and so would more API servers (--api-server-count 2: at 256 clients 18.5-22.0 -> 12.7-13.6 ms per "
+            f"token on an H200, sitting 28; the model takes {profile.engine_core_host_share:.2f} of this floor)")
+
+
 def arrival_sample_rel_sd(s: Scenario, kind: str, value: float) -> float:
     """How much a finite run of random arrivals differs from seed to seed (0 for other loads)."""
     if kind == "trace" or not shape(kind).endless or shape(kind).clients(value) is not None:
@@ -468,7 +479,7 @@ def predict(plan: Plan, cal: Calibration, s: Scenario) -> Estimate:
                      f"{f', one process for all {plan.pp} batches in flight' if plan.pp > 1 else ''}"
                      f"{f', each of {plan.dp_ranks} ranks for its own' if plan.dp_ranks > 1 else ''}, from calibration "
                      f"{cal.label}) outlasts the GPU step, so a faster GPU would not raise throughput here; "
-                     f"more replicas would{seen}")
+                     f"more replicas would{api_servers_note(profile)}{seen}")
     if launch_bound:
         notes.append(f"decode at {lane:,.0f} running sequences is larger than the engine's largest CUDA graph "
                      f"({profile.max_cudagraph_tokens:,} tokens): launched op by op, it pays {launch_s * 1e3:.0f} ms of "

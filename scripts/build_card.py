@@ -350,12 +350,14 @@ HOST_MODELS, HOST_CLIENTS = ("meta-llama/Llama-3.1-8B", "Qwen/Qwen3-8B"), 256  #
 
 
 def host_bound_decode(runs: dict) -> dict:
-    """vLLM's host-bound decode across servers: every vLLM bf16 TP=1 point of an 8B dense model at 256 clients
-    (`runs`: ar.vllm_runs(), excluded.json's points left out). The estimate's host-bound note quotes these."""
+    """vLLM's host-bound decode across servers: every vLLM bf16 TP=1 point of an 8B dense model at 256 clients with
+    one API server (`runs`: ar.vllm_runs(), excluded.json's points left out; more API servers lower the floor,
+    sitting 28). The estimate's host-bound note quotes these."""
     itl, sittings, models = [], set(), set()
     for d, run in sorted(runs.items()):
         sc = run.scenario
-        if sc["model"] not in HOST_MODELS or sc["precision"] != "bf16" or sc.get("tp", 1) != 1:
+        if (sc["model"] not in HOST_MODELS or sc["precision"] != "bf16" or sc.get("tp", 1) != 1
+                or (sc.get("api_server_count") or 1) != 1):
             continue
         for p in run.points:
             if p.load == f"concurrency:{HOST_CLIENTS}" and p.mean_itl_s:

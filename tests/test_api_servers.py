@@ -39,3 +39,11 @@ def test_more_api_servers_never_slow_a_point_down():
 def test_an_engine_without_the_flag_refuses_it():
     with pytest.raises(WorkloadError, match="api-server-count"):
         plan_for(Scenario(**C256, engine="sglang", api_server_count=2))
+
+
+def test_a_host_bound_answer_says_what_more_api_servers_do():
+    note = next(n for n in estimate(Scenario(**C256)).notes if "host-bound" in n)
+    assert "--api-server-count 2" in note and "sitting 28" in note
+    many = Scenario(isl=128, osl=1024, load="concurrency:1024", api_server_count=8)
+    note = next((n for n in estimate(many).notes if "host-bound" in n), "")
+    assert not note or "not more API servers" in note
