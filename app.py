@@ -88,9 +88,9 @@ def gpu_inputs(sb) -> tuple[str, float, str, str | None]:
         return DEFAULT_GPU, 2.0, "custom", str(exc)
 
 
-def deployment_inputs(sb) -> tuple[int, int, int, bool, str, str, str]:
-    """GPUs, tensor and pipeline parallel, attention DP, weight and KV precision, engine → (num_gpus, tp, pp,
-    attention_dp, precision, kv precision, engine)."""
+def deployment_inputs(sb) -> tuple[int, int, int, bool, str, str, str, int | None]:
+    """GPUs, tensor and pipeline parallel, attention DP, weight and KV precision, engine, API servers → (num_gpus,
+    tp, pp, attention_dp, precision, kv precision, engine, api_server_count or None)."""
     c1, c2 = sb.columns(2)
     num_gpus = c1.number_input("GPUs", 1, 1024, 1, key="num_gpus", help="all GPUs of the deployment")
     tps = [d for d in range(1, int(num_gpus) + 1) if num_gpus % d == 0 and d <= 64]
@@ -114,7 +114,14 @@ def deployment_inputs(sb) -> tuple[int, int, int, bool, str, str, str]:
     kv = c2.selectbox("KV cache", inputs.KV_PRECISIONS, key="kv_precision", format_func=str.upper)
     engines = inputs.engine_labels()
     engine = sb.radio("Engine profile", list(engines), key="engine", horizontal=True, help=inputs.engine_help())
-    return int(num_gpus), int(tp), int(pp), bool(attention_dp) and int(tp) > 1, precision, kv, engines[engine]
+    api = None
+    if engines[engine] == "vllm":
+        api = int(sb.number_input("API servers", 1, 16, 1, key="api_servers",
+                                  help="vLLM --api-server-count: front-end processes streaming the tokens; at hundreds "
+                                       "of streaming clients one is the bottleneck (a second took 256 clients from "
+                                       "18.5-22.0 to 12.7-13.6 ms per token on an H200; more did not help)"))
+    return (int(num_gpus), int(tp), int(pp), bool(attention_dp) and int(tp) > 1, precision, kv, engines[engine],
+            api if api and api > 1 else None)
 
 
 def price_input(sb, default_price: float, price_key: str) -> float:
@@ -193,7 +200,7 @@ def sidebar() -> tuple[Scenario, float, float, float, str]:
     sb = st.sidebar
     model, display, model_error = model_inputs(sb)
     gpu, default_price, price_key, gpu_error = gpu_inputs(sb)
-    num_gpus, tp, pp, attention_dp, precision, kv, engine = deployment_inputs(sb)
+    num_gpus, tp, pp, attention_dp, precision, kv, engine, api_servers = deployment_inputs(sb)
     price = price_input(sb, default_price, price_key)
     isl, osl = workload_inputs(sb)
     features = feature_inputs(sb)
@@ -204,7 +211,7 @@ def sidebar() -> tuple[Scenario, float, float, float, str]:
     s = Scenario(model=model, gpu=gpu, num_gpus=num_gpus, tp=tp, pp=pp, attention_dp=attention_dp,
                  precision=precision, kv_precision=kv,
                  engine=engine, ideal=engine == "ideal", isl=isl, osl=osl, price_usd_per_gpu_hour=price or None,
-                 **features)
+                 api_server_count=api_servers, **features)
     return s, ttft_ms / 1e3, itl_ms / 1e3, target, display
 
 

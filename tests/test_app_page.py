@@ -10,6 +10,8 @@ import pytest
 from app_driver import FIXTURES, metrics, open_tab, rerun, run_app  # noqa: F401  (tests/app_driver.py)
 from streamlit.testing.v1 import AppTest
 
+from appkit import inputs
+
 from capacity import Scenario, estimate
 from capacity.model.formulas import FORMULAS
 from capacity.sizing import size
@@ -333,6 +335,22 @@ def test_simulator_points_on_the_load_curve_are_the_estimates(empty_corpus):
     at.toggle(key="simulate_curve").set_value(True)
     rerun(at)
     assert "Blue squares: the step simulator at" in page_text(at)
+
+
+def test_api_servers_reach_the_estimate(empty_corpus):
+    """vLLM's API-server count is a sidebar input: the headline is the capacity API's for that scenario; another
+    engine has no such input."""
+    at = run_app()
+    at.sidebar.number_input(key="api_servers").set_value(2)
+    at = rerun(at)
+    assert not at.error
+    shown = metrics(at)
+    for label, value in expected(Scenario(api_server_count=2)).items():
+        assert shown[label] == value, label
+    sglang = next(label for label, name in inputs.engine_labels().items() if name == "sglang")
+    at.sidebar.radio(key="engine").set_value(sglang)
+    at = rerun(at)
+    assert not at.error and not [w for w in at.sidebar.number_input if w.key == "api_servers"]
 
 
 def test_speculative_decoding_and_prefix_cache_reach_the_estimate(empty_corpus):
