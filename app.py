@@ -116,10 +116,7 @@ def deployment_inputs(sb) -> tuple[int, int, int, bool, str, str, str, int | Non
     engine = sb.radio("Engine profile", list(engines), key="engine", horizontal=True, help=inputs.engine_help())
     api = None
     if engines[engine] == "vllm":
-        api = int(sb.number_input("API servers", 1, 16, 1, key="api_servers",
-                                  help="vLLM --api-server-count: front-end processes streaming the tokens; at hundreds "
-                                       "of streaming clients one is the bottleneck (a second took 256 clients from "
-                                       "18.5-22.0 to 12.7-13.6 ms per token on an H200; more did not help)"))
+        api = int(sb.number_input("API servers", 1, 16, 1, key="api_servers", help=inputs.api_servers_help()))
     return (int(num_gpus), int(tp), int(pp), bool(attention_dp) and int(tp) > 1, precision, kv, engines[engine],
             api if api and api > 1 else None)
 

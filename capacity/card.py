@@ -154,6 +154,12 @@ def host_bound_decode() -> dict | None:
     return card.get("host_bound_decode") if card else None
 
 
+def api_server_decode() -> dict | None:
+    """vLLM's 256-client decode with one API server and with more (card.json `api_server_decode`, measured)."""
+    card = card_data()
+    return card.get("api_server_decode") if card else None
+
+
 @functools.cache
 def card_data() -> dict | None:
     """The shipped card.json (None when it is absent, e.g. while scripts/build_card.py writes the first one)."""

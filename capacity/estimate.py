@@ -11,7 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from capacity.model.architecture import load_model
 from capacity.calibration import IDEAL, Calibration, find_calibration, parse_calibration_file
-from capacity.card import AccuracyCard, accuracy_card, eager_moe_prompt, host_bound_decode
+from capacity.card import AccuracyCard, accuracy_card, api_server_decode, eager_moe_prompt, host_bound_decode
 from capacity.engine import engine_profile
 from capacity.engines import get as engine_object
 from capacity.model.formulas import compiled
@@ -164,8 +164,16 @@ def api_servers_note(profile) -> str:
     if profile.api_server_count > 1:
         return (f", not more API servers: with {profile.api_server_count} the floor is taken as the engine core's "
                 f"{profile.engine_core_host_share:.2f} of the one-API-server floor")
-    return (f", and so would more API servers (--api-server-count 2: at 256 clients 18.5-22.0 -> 12.7-13.6 ms per "
-            f"token on an H200, sitting 28; the model takes {profile.engine_core_host_share:.2f} of this floor)")
+    seen = api_server_decode()
+    if seen and seen.get("itl_s_one_api_server") and seen.get("itl_s_more_api_servers"):
+        (a, b), (c, d) = seen["itl_s_one_api_server"], seen["itl_s_more_api_servers"]
+        seen_text = (f": at {seen['clients']} clients {a * 1e3:.1f}-{b * 1e3:.1f} ms per token with one, {c * 1e3:.1f}-"
+                     f"{d * 1e3:.1f} with two or four on an H200, sitting{'s' if len(seen['sittings']) > 1 else ''} "
+                     f"{', '.join(x.split('-')[1] for x in seen['sittings'])} (card.json api_server_decode)")
+    else:
+        seen_text = ""
+    return (f", and so would more API servers (--api-server-count{seen_text}; the model takes "
+            f"{profile.engine_core_host_share:.2f} of this floor)")
 
 
 def arrival_sample_rel_sd(s: Scenario, kind: str, value: float) -> float:

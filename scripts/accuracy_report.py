@@ -18,6 +18,7 @@ import pandas as pd
 from capacity import Scenario, estimate
 from capacity.calibration import Calibration
 from capacity.model.architecture import load_model
+from capacity.engines import engine_profile
 from validate.calibration_plan import PLAN_PATH, load_measured_plan, run_measured_plan
 from validate.calibration_plan import fitted_run as fitted_run_of
 from validate.compare import MeasuredRun, compare_dirs, load_run
@@ -539,10 +540,10 @@ generated tokens/s per vLLM server on this host, whatever the model). The ladder
 13.0k at 128 sequences and 14.1–15.8k from 256 to 1,024. The floor is the host's, and hosts differ:
 the same Llama experiment stepped at 75–103 ms in sitting 1, 63–73 ms in sitting 4 and 54–61 ms in
 sitting 5 (a one-GPU machine with nothing else running), the largest single source of uncertainty at
-saturation. Most of it is the front end's: at 256 streaming clients vLLM's one API server was ~90 % busy and the
-engine core ~55 %, and a second API server (`--api-server-count 2`) took Llama-3.1-8B from 18.5–22.0 to 12.7–13.6 ms
-per token, four no further (sittings 28, 28b); the engine profile takes the floor with N API servers as
-max(0.65, 1/N) of the fitted one, a share bounded by one model (`engine_core_host_share`).
+saturation. Most of it is the front end's: with two or four API servers (`--api-server-count`) the same 256
+clients decoded faster, four no faster than two (card.json `api_server_decode`; docs/measurement-log.md, sittings 28
+and 28b); the engine profile takes the floor with N API servers as max({engine_profile("vllm").engine_core_host_share:g},
+1/N) of the fitted one, a share bounded by one model (`engine_core_host_share`).
 
 **CUDA graphs, and the MoE's launch floor.** vLLM 0.26 captures CUDA graphs for steps of up to 512 tokens
 (`max_cudagraph_capture_size` = min(2 × max_num_seqs, 512)); a larger step is launched op by op. Sitting 6 ran

@@ -369,6 +369,29 @@ def host_bound_decode(runs: dict) -> dict:
             "sittings": sorted(sittings, key=ar.sitting_key)}
 
 
+def api_server_decode(runs: dict) -> dict:
+    """vLLM's 256-client decode with one API server and with more, on the sittings that ran both (the same 8B dense
+    models and filter as host_bound_decode): what the estimate and the app quote for --api-server-count."""
+    by: dict[str, list[float]] = {"one": [], "more": []}
+    chosen = {d: run for d, run in runs.items()
+              if run.scenario["model"] in HOST_MODELS and run.scenario["precision"] == "bf16"
+              and run.scenario.get("tp", 1) == 1}
+    both = {ar.sitting(d) for d, run in chosen.items() if (run.scenario.get("api_server_count") or 1) > 1}
+    sittings = set()
+    for d, run in sorted(chosen.items()):
+        if ar.sitting(d) not in both:
+            continue
+        key = "more" if (run.scenario.get("api_server_count") or 1) > 1 else "one"
+        for p in run.points:
+            if p.load == f"concurrency:{HOST_CLIENTS}" and p.mean_itl_s:
+                by[key].append(p.mean_itl_s)
+                sittings.add(ar.sitting(d))
+    span = {k: [min(v), max(v)] if v else None for k, v in by.items()}
+    return {"engine": "vllm", "clients": HOST_CLIENTS, "itl_s_one_api_server": span["one"],
+            "itl_s_more_api_servers": span["more"], "points": sum(map(len, by.values())),
+            "sittings": sorted(sittings, key=ar.sitting_key)}
+
+
 def build_all() -> tuple[dict, list[dict], list[dict]]:
     """(card.json's content, the measured held-out points, the public points). The estimates scored here carry no
     card: the build never reads the card.json it writes."""
@@ -396,6 +419,7 @@ def build_all() -> tuple[dict, list[dict], list[dict]]:
         "measured_coverage": mcov,
         "eager_moe_prompt": eager_moe_prompt(runs),
         "host_bound_decode": host_bound_decode(runs),
+        "api_server_decode": api_server_decode(runs),
         "public_coverage": pcov,
         "public_engines_scored_as_is": pmeta["engines_scored_as_is"],
         "public_scoring": {"rows": pmeta["rows"], "scored": pmeta["scored"], "refused": pmeta["refused"],
