@@ -93,8 +93,9 @@ assert info.vocab_size == 151936 and info.special_ids == [151643, 151645], info
 from validate.engines import EngineConfig, build_command, engine_names
 for name in engine_names():  # every engine's command, from its flag table in capacity/engines/
     build_command(name, EngineConfig(model_dir="/m", served_model_name="m"), __import__("pathlib").Path("/tmp"))
-# the light parts: the engine objects, the errors, the model configs, the one load grammar and the load shapes
-model = sorted(m for m in sys.modules if m.startswith("capacity.") and m != "capacity.load"
+# the light parts: the engine objects, the errors, the model configs, the one load grammar and the load shapes (their
+# random draws too), the command-line value types
+model = sorted(m for m in sys.modules if m.startswith("capacity.") and m not in ("capacity.load", "capacity.argtypes")
                and not m.startswith(("capacity.engines", "capacity.errors", "capacity.model_configs", "capacity.loads")))
 assert not model, ("the catalog and the flag tables must be read without importing the capacity model", model)
 heavy = sorted(m for m in sys.modules if m.split(".")[0] in BLOCKED)
