@@ -33,6 +33,7 @@ class Launch:
     large_moe_graphs: bool = False  # an MoE that runs > the default graphs' sequences: graphs to 1,024 (vLLM)
     pp: int = 1  # pipeline stages of tp GPUs each
     attention_dp: bool = False  # attention data parallel over the tp GPUs
+    api_server_count: int | None = None  # vLLM's front-end processes (None: the engine's one)
 
     @property
     def replicas(self) -> int:
@@ -58,6 +59,9 @@ def configuration(c: Launch, engine: str) -> dict[str, object]:
         values["max_cudagraph_tokens"] = LARGE_MOE_GRAPH_TOKENS
     if c.attention_dp and "attention_dp" in capacity_engines.get(engine).flags.options:  # a flag where it is one
         values["attention_dp"] = True
+    if c.api_server_count and c.api_server_count > 1 and capacity_engines.get(engine).flags.sets(
+            "api_server_count", c.api_server_count):
+        values["api_server_count"] = c.api_server_count
     return values
 
 

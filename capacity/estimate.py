@@ -21,7 +21,7 @@ from capacity.plan import Plan, make_plan
 from capacity.model.power import mean_power_w, request_busy_s, shipped_power
 from capacity.model.steptime import host_token_s, step_parts
 from capacity.loads import shape
-from capacity.loads.draws import span_rel_sd
+from capacity.loads.draws import SEED_MAX, span_rel_sd
 from capacity.loadmodel.workload import (Extras, LoadContext, LoadResult, Slots, spec_tokens_per_step, speculation,
                                         waits_for_read)
 from capacity.cost import energy_fields, usd_per_million_tokens
@@ -80,7 +80,7 @@ class Scenario(BaseModel):
                                                                 "around isl/osl (as validate --length-dist)")
     length_ratio: float = Field(0.0, ge=0, lt=10, description="uniform: ±ratio × mean; normal: σ = ratio × mean")
     think_time_s: float = Field(0.0, ge=0, le=86_400, description="closed loops: pause between a reply and the next request")
-    seed: int = Field(0, ge=0, le=2**32 - 1, description="simulator: arrivals and lengths")
+    seed: int = Field(0, ge=0, le=SEED_MAX, description="simulator: arrivals and lengths")
 
     @field_validator("engine")
     @classmethod
@@ -475,7 +475,8 @@ def predict(plan: Plan, cal: Calibration, s: Scenario) -> Estimate:
                      "measured here")
     if host_bound:
         seen = ""
-        spread = host_bound_decode() if profile.name == "vllm" else None  # measured on vLLM only
+        # measured on vLLM with one API server only
+        spread = host_bound_decode() if profile.name == "vllm" and profile.api_server_count == 1 else None
         if spread and spread.get("itl_s"):
             lo, hi = spread["itl_s"]
             seen = (f"; on vLLM 0.26 / H200 (cloud VMs) {spread['clients']} clients of an 8B model decoded at "

@@ -179,9 +179,10 @@ def make_plan(m: ModelArch, gpu: Gpu, precision: str, kv_precision: str, profile
     # 0 = no CUDA graphs (--enforce-eager): every step is launched op by op
     prefill_graphs = profile.max_prefill_graph_tokens
     off = ("MLA" if profile.prefill_graphs_skip_mla and m.mla is not None else
-           gpu.vendor if profile.prefill_graphs_nvidia_only and gpu.vendor != "NVIDIA" else None)
-    if prefill_graphs and off:
+           gpu.vendor if profile.prefill_graphs_nvidia_only and gpu.vendor.strip().upper() != "NVIDIA" else None)
+    if off and prefill_graphs != 0:
         prefill_graphs = 0
+        profile = profile.model_copy(update={"max_prefill_graph_tokens": 0})  # the plan's profile says what it prices
         notes.append(f"{profile.name} runs prompts without CUDA graphs here ({off}: its prefill graphs are off for "
                      "it), so every prompt chunk pays the op-by-op launch")
     costs: StepCosts = build_costs(m, w, gpu, cp, kv_b, tp, ep, profile.max_cudagraph_tokens,

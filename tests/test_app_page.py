@@ -347,6 +347,8 @@ def test_api_servers_reach_the_estimate(empty_corpus):
     shown = metrics(at)
     for label, value in expected(Scenario(api_server_count=2)).items():
         assert shown[label] == value, label
+    open_tab(at, "Launch")
+    assert "--api-server-count 2" in "\n".join(c.value for c in at.code)
     sglang = next(label for label, name in inputs.engine_labels().items() if name == "sglang")
     at.sidebar.radio(key="engine").set_value(sglang)
     at = rerun(at)

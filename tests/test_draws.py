@@ -73,12 +73,15 @@ def test_each_load_point_sends_the_simulators_lengths(dist):
     maker = PromptMaker(Workload(isl=1024, osl=128, length_dist=dist, seed=3))
     t = Traffic(kind="concurrency", value=16, num_requests=200, length_dist=dist.kind, length_ratio=dist.ratio, seed=3)
     I, O, _ = _requests(t, 1024, 128)
+    warm_of = []
     for warmups in (0, 5, 2):  # three points of one sweep, one maker
         maker.start_point()
         warm = [maker.lengths(warmup=True) for _ in range(warmups)]
         got = [maker.lengths() for _ in range(200)]
         assert got == list(zip(I.tolist(), O.tolist()))
         assert not warmups or warm != got[:warmups]
+        warm_of.append(warm)
+    assert warm_of[1][:2] == warm_of[2]  # a point's warm-ups too do not depend on the points before it
 
 
 def test_a_committed_poisson_run_was_sent_at_the_simulators_times():

@@ -17,7 +17,8 @@ from typing import NoReturn
 
 from pydantic import ValidationError
 
-from capacity.argtypes import float_in
+from capacity.argtypes import float_in, int_in
+from capacity.loads.draws import SEED_MAX
 from validate import commands, export, report
 from validate.engines import ENGINES
 from validate.errors import UsageError, ValidateError, one_line
@@ -68,14 +69,14 @@ def _add_load_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--sweep-rates", type=int, default=5, help="rates between sync and burst in a sweep")
     g.add_argument("--arrivals", choices=["constant", "poisson", "gamma"], default="constant",
                    help="gaps between a rate point's arrivals (the step simulator draws the same ones for --seed)")
-    g.add_argument("--gamma-shape", type=float_in(0, 100, lo_open=True), default=1.0,
-                   help="gamma arrivals: shape (1 = Poisson, < 1 burstier)")
+    g.add_argument("--gamma-shape", type=float_in(0, 100, lo_open=True),
+                   help="with --arrivals gamma: the gaps' shape (default 1 = Poisson, < 1 burstier)")
     g.add_argument("--max-concurrency", type=int, help="cap on requests in flight at rate points")
     g.add_argument("--length-dist", default="fixed", help="fixed | uniform:R | normal:R | file:PATH")
     g.add_argument("--shared-prefix", type=_fraction, default=0.0, metavar="F",
                    help="share of each prompt that is one prefix common to the run's requests, so a prefix cache "
                         "can hit it (default 0: every prompt unique from its first token)")
-    g.add_argument("--seed", type=int, default=0)
+    g.add_argument("--seed", type=int_in(0, SEED_MAX), default=0)
     g.add_argument("--request-timeout-s", type=_positive_seconds,
                    help="timeout of one request, start to end of its stream (default: from the load: 60 s + the "
                         "requests in flight x the longest request's tokens / 1,000 tokens/s)")

@@ -24,10 +24,12 @@ from validate.workload import PromptMaker, Workload, parse_length_dist
 
 def _options(args: argparse.Namespace) -> LoadOptions:
     parse_profile(args.profile)  # fail early on a malformed profile
+    if args.gamma_shape is not None and args.arrivals != "gamma":
+        raise UsageError(f"--gamma-shape {args.gamma_shape:g} needs --arrivals gamma (got --arrivals {args.arrivals})")
     num_requests = args.num_requests if args.num_requests or args.duration_s else 100
     return LoadOptions(num_requests=num_requests, duration_s=args.duration_s, warmup=args.warmup,
                        burst_size=args.burst_size, sweep_rates=args.sweep_rates, arrivals=args.arrivals,
-                       gamma_shape=args.gamma_shape,
+                       gamma_shape=args.gamma_shape or 1.0,
                        max_concurrency=args.max_concurrency, seed=args.seed)
 
 

@@ -85,8 +85,8 @@ def load_run(path: str | Path) -> MeasuredRun:
 
 
 def workload_scenario(workload: dict) -> dict:
-    """The load's shape as the run sent it (metadata.json's workload, written by the folder's latest sweep): its
-    length spread, arrival process and seed, as Scenario fields, so the prediction prices the same traffic (the closed
+    """The load's shape as the run sent it (metadata.json's workload, written by the folder's latest sweep, or a
+    point's own record of its arrivals and seed): its length spread, arrival process and seed, as Scenario fields, so the prediction prices the same traffic (the closed
     forms cannot express either: the estimate then simulates)."""
     out: dict = {}
     kind, _, ratio = str(workload.get("length_dist") or "fixed").partition(":")

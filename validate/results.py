@@ -103,7 +103,7 @@ class PointResult(BaseModel):
     # the latest sweep's options): None in points written before 2026-12-04, whose folder's metadata then holds them
     arrivals: Literal["constant", "poisson", "gamma"] | None = None
     gamma_shape: float | None = Field(default=None, gt=0)
-    seed: int | None = Field(default=None, ge=0)
+    seed: int | None = Field(default=None, ge=0, le=2**32 - 1)
     errors: list[str] = Field(default_factory=list, description="up to 5 distinct error strings")
     source: str = "validate"
     engine_telemetry: EngineTelemetry | None = Field(default=None, description="the engine's own counters (/metrics)")

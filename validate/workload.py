@@ -19,11 +19,10 @@ from typing import Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from capacity.loads.draws import WARMUP_LENGTHS_STREAM, lengths_rng, spread_lengths
+from capacity.loads.draws import BODIES_STREAM, WARMUP_LENGTHS_STREAM, lengths_rng, spread_lengths
 from validate.errors import UsageError
 
 PREFIX_TOKENS = 3
-BODIES_STREAM = 3  # default_rng([seed, 3]): prompt token ids (capacity/loads/draws.py numbers the other streams)
 # Used when the server's vocabulary is unknown (attach mode without --model-config): ids that exist in
 # every common tokenizer and are not special in any of them.
 UNKNOWN_VOCAB_SIZE = 30_000
@@ -144,8 +143,10 @@ class PromptMaker:
         return len(self.shared) / self.workload.isl
 
     def start_point(self) -> None:
-        """A load point begins: its requests' lengths are the stream's from the first (the simulator's for the seed)."""
+        """A load point begins: its requests' lengths are the stream's from the first (the simulator's for the seed),
+        and its warm-ups' too (a resumed run sends what an uninterrupted one does)."""
         self.length_rng = lengths_rng(self.workload.seed)
+        self.warmup_rng = lengths_rng(self.workload.seed, WARMUP_LENGTHS_STREAM)
 
     def lengths(self, warmup: bool = False) -> tuple[int, int]:
         w, rng = self.workload, self.warmup_rng if warmup else self.length_rng

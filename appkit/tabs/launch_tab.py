@@ -23,7 +23,7 @@ def launch_tab(s: Scenario, h: Headline, ttft_slo: float, itl_slo: float, target
     # an MoE whose replica holds more users than vLLM's largest default CUDA graph (sitting 6: graphs to 1,024)
     graph_tokens = engine_profile("vllm", memory, s.tp).max_cudagraph_tokens
     cfg = snippets.Launch(model=model, gpu=s.gpu, num_gpus=s.num_gpus, tp=s.tp, pp=s.pp, attention_dp=s.attention_dp,
-                          precision=s.precision,
+                          api_server_count=s.api_server_count, precision=s.precision,
                           kv_precision=s.kv_precision, max_model_len=-(-(s.isl + s.osl) // 1024) * 1024,
                           gpu_memory_bytes=memory,
                           # per batch the engine runs: a replica's, or each of a pipeline's stages'

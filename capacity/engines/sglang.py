@@ -85,9 +85,11 @@ def limits(gpu_memory_bytes: float | None, tp: int, overrides: Mapping[str, Any]
         # default in 0.5.17: "Capture target prefill CUDA graph ... num_tokens=[4, ..., 8192]" in every start-up
         # log); --disable-cuda-graph (max_cudagraph_tokens 0) turns them off with the decode graphs
         max_prefill_graph_tokens=0 if overrides.get("max_cudagraph_tokens") == 0 else int(defaults["max_num_batched_tokens"]),
-        # ... except for MLA models other than DeepSeek's sparse-attention ones (DeepSeek-V2/V3/R1) and on ROCm, where
-        # 0.5.17 turns them off (server_args.py of the 0.5.17 wheel, read 2026-12-04); before 0.5.10 prefill graphs
-        # were opt-in (--enable-piecewise-cuda-graph), so the InferenceX 0.5.9 runs of DeepSeek-R1 ran them eager too
+        # ... except for MLA models (DeepSeek-V2/V3/R1) and on ROCm, where 0.5.17 turns them off (server_args.py of the
+        # 0.5.17 wheel, read 2026-12-04; it exempts DeepSeek's sparse-attention MLA models, V3.2, which the model does
+        # not tell apart and prices op by op too); before 0.5.10 prefill graphs were opt-in
+        # (--enable-piecewise-cuda-graph), so the InferenceX 0.5.9 runs of DeepSeek-R1 ran them eager too. Its other
+        # automatic switches (DP attention, pipeline stages, MoE all-to-all) are not modelled
         prefill_graphs_skip_mla=True,
         prefill_graphs_nvidia_only=True,
     )

@@ -153,7 +153,7 @@ FLAGS = FlagTable((
     Flag("max_num_seqs", "--max-num-seqs", "running sequences at most",
          read=limit("max_num_seqs", int), write=lambda s: s.get("max_num_seqs")),
     Flag("api_server_count", "--api-server-count", "API server processes (front ends streaming tokens to clients)",
-         read=limit("api_server_count", int), write=lambda s: s.get("api_server_count")),
+         read=limit("api_server_count", int), write=lambda s: s.get("api_server_count"), aliases=("-asc",)),
     Flag("max_num_batched_tokens", "--max-num-batched-tokens", "tokens per step (chunked-prefill budget)",
          read=limit("max_num_batched_tokens", int), write=lambda s: s.get("max_num_batched_tokens")),
     Flag("enforce_eager", "--enforce-eager", "no CUDA graphs: every step launched op by op",

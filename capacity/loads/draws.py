@@ -16,7 +16,10 @@ import math
 
 import numpy as np
 
-LENGTHS_STREAM = 2  # default_rng([seed, 2]); [seed, 1] is the simulator's speculative-draft stream
+SEED_MAX = 2**32 - 1  # larger seeds would alias the numbered streams below (default_rng(S + k·2**32) = [S, k])
+DRAFTS_STREAM = 1  # default_rng([seed, 1]): the simulator's accepted drafts per step (speculative decoding)
+LENGTHS_STREAM = 2  # default_rng([seed, 2]): the measured requests' lengths
+BODIES_STREAM = 3  # default_rng([seed, 3]): validate's prompt token ids
 WARMUP_LENGTHS_STREAM = 4  # validate's warm-up requests, kept off the measured requests' stream
 
 
@@ -38,6 +41,8 @@ def gaps(rng: np.random.Generator, mean_gap_s: float, n: int, arrivals: str = "c
         return rng.exponential(mean_gap_s, size=n)
     if arrivals == "gamma":
         return rng.gamma(gamma_shape, mean_gap_s / gamma_shape, size=n)
+    if arrivals != "constant":
+        raise ValueError(f"arrivals {arrivals!r}: constant, poisson or gamma")
     return np.full(n, float(mean_gap_s))
 
 
@@ -62,5 +67,5 @@ def span_rel_sd(n: int, arrivals: str = "constant", gamma_shape: float = 1.0) ->
     return 1.0 / math.sqrt((n - 1) * k)
 
 
-__all__ = ["LENGTHS_STREAM", "WARMUP_LENGTHS_STREAM", "arrivals_rng", "gaps", "lengths_rng", "span_rel_sd",
+__all__ = ["BODIES_STREAM", "DRAFTS_STREAM", "LENGTHS_STREAM", "SEED_MAX", "WARMUP_LENGTHS_STREAM", "arrivals_rng", "gaps", "lengths_rng", "span_rel_sd",
            "spread_lengths"]

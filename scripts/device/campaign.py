@@ -4,10 +4,11 @@ run every (shape, load) point with `validate sweep`, stop it; pack the results a
 Runs where this repo is not installed (the lent H200): PYTHONPATH=<site>:. python3 scripts/device/campaign.py
 SPEC.json OUTDIR [--budget-s S]. The spec lists configs: {"model", "precision", "engine_args", "shapes": [[isl, osl]],
 "points": ["sync:N", "concurrency:C:N", "burst:N", "rates:K:SECONDS", "warmburst:N", "warmprate:R:N:P", "prate:R:N",
-"crate:R:N"] (validate/spec_points.py),
+"crate:R:N", "grate:R:N:K"] (validate/spec_points.py),
 "warmup_rounds": F}, optionally a shape's own point list as a third element ([isl, osl, ["sync:3"]]) instead of "points",
 and a fourth element {"dir": FOLDER, "sweep_args": [...]} for a workload of its own (e.g. ["--length-dist", "uniform:0.5"]:
-it gets its own results folder, default ISLxOSL); prate/crate are Poisson / constant arrivals at R requests/s, N requests,
+it gets its own results folder, default ISLxOSL); prate/crate/grate are Poisson / constant / gamma (shape K) arrivals at R
+requests/s, N requests,
 "name" (the result folder; default MODEL-PRECISION), "draft_model" (a catalog id: its folder is prepared beside the
 model's and replaces {draft_dir} in engine_args, e.g. a --speculative-config draft_model method), "engine" (vllm | sglang | transformers), "engine_env" (extra
 environment for the server, e.g. {"PYTHONPATH": "/tmp/site-sglang:/tmp/site"}) and "random_checkpoint": true
@@ -263,7 +264,7 @@ def run_config(cfg: dict, out: Path, budget_s: float, skipped: list[str]) -> Non
                             int(pt.load.value * float(cfg.get("warmup_rounds", 0.25))) if pt.kind == "concurrency" else 0)
                     arrivals = ["--arrivals", pt.arrivals] if pt.load.kind == "rate" else []
                     if pt.arrivals == "gamma":
-                        arrivals += ["--gamma-shape", f"{pt.gamma_shape:g}"]
+                        arrivals += ["--gamma-shape", repr(pt.gamma_shape)]
                     if pt.profiled:  # under the profiler: summarized, never a measurement
                         into = root / "profile" / d.name
                         traces = profiler_dir(args)
