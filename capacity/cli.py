@@ -21,6 +21,7 @@ import numpy as np
 from pydantic import ValidationError
 
 from capacity.argtypes import float_in as _float_in, int_in as _int_in
+from capacity.loads.draws import GAMMA_SHAPE_MAX, SEED_MAX
 from capacity.engine import PROFILES
 from capacity.errors import CapacityError, InputError, ResultError, flatten_validation_error, one_line, show_value
 from capacity.estimate import Scenario, estimate
@@ -111,13 +112,13 @@ def _scenario_args(p: argparse.ArgumentParser, with_load: bool = True) -> None:
                             "cannot express")
         p.add_argument("--arrivals", default=d.arrivals, choices=("constant", "poisson", "gamma"),
                        help="rate loads: gaps between arrivals (default: %(default)s)")
-        p.add_argument("--gamma-shape", type=_float_in(0.0, 100.0, lo_open=True), default=d.gamma_shape,
+        p.add_argument("--gamma-shape", type=_float_in(0.0, GAMMA_SHAPE_MAX, lo_open=True), default=d.gamma_shape,
                        help="gamma arrivals: shape (1 = Poisson, < 1 burstier)")
         p.add_argument("--length-dist", type=_length_dist, default=("fixed", 0.0),
                        help="fixed | uniform:R (±R × mean) | normal:R (σ = R × mean), as validate --length-dist")
         p.add_argument("--think-time-s", type=_float_in(0.0, 86_400.0), default=0.0,
                        help="closed loops: pause between a reply and the next request")
-        p.add_argument("--seed", type=_int_in(0, 2**32 - 1), default=0, help="simulator: arrivals and lengths")
+        p.add_argument("--seed", type=_int_in(0, SEED_MAX), default=0, help="simulator: arrivals and lengths")
     p.add_argument("--price-usd-per-gpu-hour", type=_price)
     p.add_argument("--price-usd-per-kwh", type=_float_in(0.0, 100.0),
                    help="electricity price: adds the energy per million output tokens at the GPUs' TDP (an upper bound)")

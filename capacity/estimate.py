@@ -21,7 +21,7 @@ from capacity.plan import Plan, make_plan
 from capacity.model.power import mean_power_w, request_busy_s, shipped_power
 from capacity.model.steptime import host_token_s, step_parts
 from capacity.loads import shape
-from capacity.loads.draws import SEED_MAX, span_rel_sd
+from capacity.loads.draws import GAMMA_SHAPE_MAX, SEED_MAX, span_rel_sd
 from capacity.loadmodel.workload import (Extras, LoadContext, LoadResult, Slots, spec_tokens_per_step, speculation,
                                         waits_for_read)
 from capacity.cost import energy_fields, usd_per_million_tokens
@@ -75,7 +75,7 @@ class Scenario(BaseModel):
                                                                "length spreads), or auto: the closed forms unless the "
                                                                "load has what they cannot express")
     arrivals: Literal["constant", "poisson", "gamma"] = Field("constant", description="rate loads: gaps between arrivals")
-    gamma_shape: float = Field(1.0, gt=0, le=100, description="gamma arrivals: shape (1 = Poisson, < 1 burstier)")
+    gamma_shape: float = Field(1.0, gt=0, le=GAMMA_SHAPE_MAX, description="gamma arrivals: shape (1 = Poisson, < 1 burstier)")
     length_dist: Literal["fixed", "uniform", "normal"] = Field("fixed", description="spread of input and output lengths "
                                                                 "around isl/osl (as validate --length-dist)")
     length_ratio: float = Field(0.0, ge=0, lt=10, description="uniform: ±ratio × mean; normal: σ = ratio × mean")

@@ -249,6 +249,18 @@ def test_plan_errors_name_file_and_field(tmp_path, capsys):
     assert "exclude[0].gpus: not an axis" in capsys.readouterr().err
 
 
+def test_gamma_arrivals_reach_the_jobs_and_a_stray_shape_is_refused(tmp_path, capsys):
+    plan = tmp_path / "plan.toml"
+    body = '[axes]\nmodel = ["m"]\nshape = [{ isl = 8, osl = 8 }]\n[load]\nprofile = "rate:2"\n'
+    plan.write_text(body + 'arrivals = "gamma"\ngamma_shape = 0.5\n')
+    argv = expand(load_plan(plan), tmp_path)[0].argv
+    assert argv[argv.index("--arrivals") + 1] == "gamma" and argv[argv.index("--gamma-shape") + 1] == "0.5"
+    plan.write_text(body + 'gamma_shape = 0.5\n')
+    assert main(["fleet", str(plan), "--dry-run"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "gamma_shape 0.5 needs arrivals gamma" in err and "\n" not in err
+
+
 def test_expansion_exclusions_and_stable_ids(tmp_path):
     cpu = expand(load_plan(REPO / "examples" / "fleet-cpu.toml"), REPO / "examples")
     assert [j.config["max_num_seqs"] for j in cpu] == [4, 8, 16]

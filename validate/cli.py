@@ -18,7 +18,7 @@ from typing import NoReturn
 from pydantic import ValidationError
 
 from capacity.argtypes import float_in, int_in
-from capacity.loads.draws import SEED_MAX
+from capacity.loads.draws import GAMMA_SHAPE_MAX, SEED_MAX
 from validate import commands, export, report
 from validate.engines import ENGINES
 from validate.errors import UsageError, ValidateError, one_line
@@ -69,7 +69,7 @@ def _add_load_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--sweep-rates", type=int, default=5, help="rates between sync and burst in a sweep")
     g.add_argument("--arrivals", choices=["constant", "poisson", "gamma"], default="constant",
                    help="gaps between a rate point's arrivals (the step simulator draws the same ones for --seed)")
-    g.add_argument("--gamma-shape", type=float_in(0, 100, lo_open=True),
+    g.add_argument("--gamma-shape", type=float_in(0, GAMMA_SHAPE_MAX, lo_open=True),
                    help="with --arrivals gamma: the gaps' shape (default 1 = Poisson, < 1 burstier)")
     g.add_argument("--max-concurrency", type=int, help="cap on requests in flight at rate points")
     g.add_argument("--length-dist", default="fixed", help="fixed | uniform:R | normal:R | file:PATH")

@@ -16,6 +16,7 @@ import math
 
 import numpy as np
 
+GAMMA_SHAPE_MAX = 100.0  # gamma gaps of shape above this are constant gaps in all but name
 SEED_MAX = 2**32 - 1  # larger seeds would alias the numbered streams below (default_rng(S + k·2**32) = [S, k])
 DRAFTS_STREAM = 1  # default_rng([seed, 1]): the simulator's accepted drafts per step (speculative decoding)
 LENGTHS_STREAM = 2  # default_rng([seed, 2]): the measured requests' lengths
@@ -67,5 +68,5 @@ def span_rel_sd(n: int, arrivals: str = "constant", gamma_shape: float = 1.0) ->
     return 1.0 / math.sqrt((n - 1) * k)
 
 
-__all__ = ["BODIES_STREAM", "DRAFTS_STREAM", "LENGTHS_STREAM", "SEED_MAX", "WARMUP_LENGTHS_STREAM", "arrivals_rng", "gaps", "lengths_rng", "span_rel_sd",
+__all__ = ["BODIES_STREAM", "DRAFTS_STREAM", "GAMMA_SHAPE_MAX", "LENGTHS_STREAM", "SEED_MAX", "WARMUP_LENGTHS_STREAM", "arrivals_rng", "gaps", "lengths_rng", "span_rel_sd",
            "spread_lengths"]

@@ -105,6 +105,8 @@ def run_argv(plan: FleetPlan, config: dict[str, Any], profile: str, base: Path) 
             argv += [f"--{key.replace('_', '-')}", f"{value:g}" if isinstance(value, float) else str(value)]
     argv += ["--warmup", str(load.warmup), "--sweep-rates", str(load.sweep_rates), "--arrivals", load.arrivals,
              "--seed", str(load.seed)]
+    if load.arrivals == "gamma" and load.gamma_shape is not None:
+        argv += ["--gamma-shape", repr(load.gamma_shape)]
     return argv
 
 
@@ -143,4 +145,4 @@ def load_options(plan: FleetPlan) -> LoadOptions:
     num_requests = load.num_requests if load.num_requests or load.duration_s else 100
     return LoadOptions(num_requests=num_requests, duration_s=load.duration_s, warmup=load.warmup,
                        burst_size=load.burst_size, sweep_rates=load.sweep_rates, arrivals=load.arrivals,
-                       max_concurrency=load.max_concurrency, seed=load.seed)
+                       gamma_shape=load.gamma_shape or 1.0, max_concurrency=load.max_concurrency, seed=load.seed)

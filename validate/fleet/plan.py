@@ -12,6 +12,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 import capacity.engines as capacity_engines
+from capacity.loads.draws import GAMMA_SHAPE_MAX, SEED_MAX
 from validate.errors import UsageError, one_line
 from validate.profiles import parse_profile
 
@@ -102,10 +103,17 @@ class Load(Strict):
     warmup: int = Field(default=2, ge=0)
     burst_size: int | None = Field(default=None, gt=0)
     sweep_rates: int = Field(default=5, ge=0)
-    arrivals: Literal["constant", "poisson"] = "constant"
+    arrivals: Literal["constant", "poisson", "gamma"] = "constant"
+    gamma_shape: float | None = Field(default=None, gt=0, le=GAMMA_SHAPE_MAX, description="with arrivals gamma")
     max_concurrency: int | None = Field(default=None, gt=0)
-    seed: int = 0
+    seed: int = Field(default=0, ge=0, le=SEED_MAX)
     request_timeout_s: float | None = Field(default=None, gt=0)
+
+    @model_validator(mode="after")
+    def _gamma(self) -> "Load":
+        if self.gamma_shape is not None and self.arrivals != "gamma":
+            raise ValueError(f"gamma_shape {self.gamma_shape:g} needs arrivals gamma (got {self.arrivals})")
+        return self
 
     @field_validator("profile")
     @classmethod
