@@ -45,3 +45,12 @@ def custom_shape(at: AppTest, isl: int, osl: int) -> AppTest:
 
 def metrics(at: AppTest) -> dict[str, str]:
     return {m.label: m.value for m in at.metric}
+
+
+def choose(page, label: str, option: str) -> None:
+    """In a real browser (playwright's `page`): pick `option` in the sidebar selectbox labelled `label`."""
+    box = page.locator('[data-testid="stSidebar"] [data-testid="stSelectbox"]').filter(
+        has=page.get_by_text(label, exact=True))
+    box.evaluate("e => e.scrollIntoView({block: 'center'})")  # a box at the sidebar's foot opens no list below it
+    box.click()
+    page.get_by_role("option", name=option).click()

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from app_driver import choose  # tests/app_driver.py
 from capacity import Scenario, estimate
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -49,14 +50,6 @@ def page(app_url, browser_page):
 def metric(page, label: str) -> str:
     box = page.locator('[data-testid="stMetric"]').filter(has=page.get_by_text(label, exact=True))
     return box.locator('[data-testid="stMetricValue"]').inner_text().strip()
-
-
-def choose(page, label: str, option: str) -> None:
-    """Pick `option` in the sidebar selectbox labelled `label`."""
-    box = page.locator('[data-testid="stSidebar"] [data-testid="stSelectbox"]').filter(
-        has=page.get_by_text(label, exact=True))
-    box.click()
-    page.get_by_role("option", name=option).click()
 
 
 def wait_change(page, label: str, old: str, timeout_s: float = 20) -> tuple[str, float]:

@@ -225,8 +225,7 @@ def grid_text(page, text: str, timeout_ms: float = 60_000) -> None:
 @pytest.mark.skipif(not CHROMIUM.exists(), reason="needs Debian's Chromium at /usr/bin/chromium (`make browser`)")
 def test_the_page_shows_counters_and_the_clis_error_line(page, tmp_path):
     sidebar = page.locator('[data-testid="stSidebar"]')
-    sidebar.locator('[data-testid="stSelectbox"]').filter(has=page.get_by_text("Request shape", exact=True)).click()
-    page.get_by_role("option", name="custom").click()
+    app_driver.choose(page, "Request shape", "custom")
     for label, value in (("Input tokens", "2048"), ("Output tokens", "128")):
         field = sidebar.get_by_label(label, exact=True)
         field.wait_for(timeout=20_000)
