@@ -29,8 +29,9 @@ def number_text(x: float) -> str:
     return f"{int(x):,}" if float(x).is_integer() and abs(x) < 1e15 else f"{x:g}"
 
 
-def float_in(lo: float, hi: float, lo_open: bool = False, hi_open: bool = False):
-    expected = f"a number {'>' if lo_open else '≥'} {number_text(lo)} and {'<' if hi_open else '≤'} {number_text(hi)}"
+def float_in(lo: float, hi: float, lo_open: bool = False, hi_open: bool = False, what: str = "a number"):
+    """A number in [lo, hi] (open ends as asked); `what` names it in the error ("seconds", "US dollars per ...")."""
+    expected = f"{what} {'>' if lo_open else '≥'} {number_text(lo)} and {'<' if hi_open else '≤'} {number_text(hi)}"
 
     def parse(text: str) -> float:
         try:

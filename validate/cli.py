@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import functools
-import math
 import shlex
 import sys
 from pathlib import Path
@@ -31,27 +30,9 @@ class Parser(argparse.ArgumentParser):
         raise UsageError(f"{self.prog}: {message}")
 
 
-def _positive_seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = math.nan
-    if not (0 < value <= MAX_TIMEOUT_S):
-        raise argparse.ArgumentTypeError(f"expected seconds, more than 0 and at most {MAX_TIMEOUT_S:g} (got {text!r})")
-    return value
-
-
 MAX_TIMEOUT_S = 7 * 24 * 3600.0
-
-
-def _fraction(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = math.nan
-    if not 0.0 <= value < 1.0:
-        raise argparse.ArgumentTypeError(f"expected a fraction in [0, 1) (got {text!r})")
-    return value
+_positive_seconds = float_in(0, MAX_TIMEOUT_S, lo_open=True, what="seconds")
+_fraction = float_in(0, 1, hi_open=True, what="a fraction")
 
 
 def _add_load_options(p: argparse.ArgumentParser) -> None:

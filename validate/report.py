@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import sys
 from pathlib import Path
 
+from capacity.argtypes import float_in
 from validate.errors import UsageError
 
 PRECISIONS = ("bf16", "fp8", "nvfp4", "mxfp4", "int4", "any")
@@ -146,14 +146,7 @@ def calibrate_command(args: argparse.Namespace) -> int:
     return 0
 
 
-def _price(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = math.nan
-    if not (0 < value < 1e6):
-        raise argparse.ArgumentTypeError(f"expected US dollars per GPU-hour, more than 0 and below 1e6 (got {text!r})")
-    return value
+_price = float_in(0, 1e6, lo_open=True, hi_open=True, what="US dollars per GPU-hour")
 
 
 def add_parsers(sub) -> None:
