@@ -100,17 +100,12 @@ def engine_labels() -> dict[str, str]:
 
 def api_servers_help() -> str:
     """What vLLM's --api-server-count does, with what was measured (card.json api_server_decode)."""
-    from capacity.card import api_server_decode
+    from capacity.card import api_server_text
 
-    text = ("vLLM --api-server-count: front-end processes streaming the tokens; at hundreds of streaming clients one "
+    seen = api_server_text()
+    return ("vLLM --api-server-count: front-end processes streaming the tokens; at hundreds of streaming clients one "
             f"is the bottleneck, and the model takes {engine_profile('vllm').engine_core_host_share:g} of its host "
-            "floor as the engine core's")
-    seen = api_server_decode()
-    if seen and seen.get("itl_s_one_api_server") and seen.get("itl_s_more_api_servers"):
-        (a, b), (c, d) = seen["itl_s_one_api_server"], seen["itl_s_more_api_servers"]
-        text += (f" (measured on an H200 at {seen['clients']} clients: {a * 1e3:.1f}-{b * 1e3:.1f} ms per token with "
-                 f"one, {c * 1e3:.1f}-{d * 1e3:.1f} with two or four)")
-    return text
+            f"floor as the engine core's{f' (measured {seen})' if seen else ''}")
 
 
 def engine_help(gpu_memory_bytes: float | None = None) -> str:

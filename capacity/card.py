@@ -142,22 +142,36 @@ class AccuracyCard(BaseModel):
         return f"{self.domain}: " + ("; ".join(parts) if parts else "no held-out error for this slice")
 
 
-def eager_moe_prompt() -> dict | None:
-    """The spread of vLLM's op-by-op MoE lone prompt across servers (card.json `eager_moe_prompt`, measured)."""
+def measured_spread(key: str) -> dict | None:
+    """One of card.json's measured spreads: `eager_moe_prompt` (vLLM's op-by-op MoE lone prompt across servers),
+    `host_bound_decode` (vLLM's host-bound decode across servers), `api_server_decode` (vLLM's 256-client decode
+    with one API server and with more); None without a card."""
     card = card_data()
-    return card.get("eager_moe_prompt") if card else None
+    return card.get(key) if card else None
+
+
+def eager_moe_prompt() -> dict | None:
+    return measured_spread("eager_moe_prompt")
 
 
 def host_bound_decode() -> dict | None:
-    """The spread of vLLM's host-bound decode across servers (card.json `host_bound_decode`, measured)."""
-    card = card_data()
-    return card.get("host_bound_decode") if card else None
+    return measured_spread("host_bound_decode")
 
 
-def api_server_decode() -> dict | None:
-    """vLLM's 256-client decode with one API server and with more (card.json `api_server_decode`, measured)."""
-    card = card_data()
-    return card.get("api_server_decode") if card else None
+def sittings_text(sittings: list[str]) -> str:
+    """'sittings 4, 25, 28' (or 'sitting 28') from card.json's sitting names."""
+    return f"sitting{'s' if len(sittings) > 1 else ''} " + ", ".join(x.split("-")[1] for x in sittings)
+
+
+def api_server_text() -> str:
+    """What card.json's `api_server_decode` measured, in words ('' without it): the estimate's note and the app's
+    help both quote this."""
+    seen = measured_spread("api_server_decode")
+    if not (seen and seen.get("itl_s_one_api_server") and seen.get("itl_s_more_api_servers")):
+        return ""
+    (a, b), (c, d) = seen["itl_s_one_api_server"], seen["itl_s_more_api_servers"]
+    return (f"at {seen['clients']} clients {a * 1e3:.1f}-{b * 1e3:.1f} ms per token with one, {c * 1e3:.1f}-"
+            f"{d * 1e3:.1f} with two or four on an H200, {sittings_text(seen['sittings'])} (card.json api_server_decode)")
 
 
 @functools.cache

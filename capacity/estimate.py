@@ -11,7 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from capacity.model.architecture import load_model
 from capacity.calibration import IDEAL, Calibration, find_calibration, parse_calibration_file
-from capacity.card import AccuracyCard, accuracy_card, api_server_decode, eager_moe_prompt, host_bound_decode
+from capacity.card import AccuracyCard, accuracy_card, api_server_text, eager_moe_prompt, host_bound_decode, sittings_text
 from capacity.engine import engine_profile
 from capacity.engines import get as engine_object
 from capacity.model.formulas import compiled
@@ -158,21 +158,15 @@ class Estimate(BaseModel):
 
 
 def api_servers_note(profile) -> str:
-    """What more front-end processes would do to a host-bound decode, for an engine that has them."""
-    if not engine_object(profile.name).flags.sets("api_server_count", 2) or profile.engine_core_host_share >= 1:
+    """What more front-end processes would do to a host-bound decode, for an engine whose profile splits its host
+    floor with them (engine_core_host_share < 1: vLLM)."""
+    if profile.engine_core_host_share >= 1:
         return ""
     if profile.api_server_count > 1:
         return (f", not more API servers: with {profile.api_server_count} the floor is taken as the engine core's "
                 f"{profile.engine_core_host_share:.2f} of the one-API-server floor")
-    seen = api_server_decode()
-    if seen and seen.get("itl_s_one_api_server") and seen.get("itl_s_more_api_servers"):
-        (a, b), (c, d) = seen["itl_s_one_api_server"], seen["itl_s_more_api_servers"]
-        seen_text = (f": at {seen['clients']} clients {a * 1e3:.1f}-{b * 1e3:.1f} ms per token with one, {c * 1e3:.1f}-"
-                     f"{d * 1e3:.1f} with two or four on an H200, sitting{'s' if len(seen['sittings']) > 1 else ''} "
-                     f"{', '.join(x.split('-')[1] for x in seen['sittings'])} (card.json api_server_decode)")
-    else:
-        seen_text = ""
-    return (f", and so would more API servers (--api-server-count{seen_text}; the model takes "
+    seen = api_server_text()
+    return (f", and so would more API servers (--api-server-count{': ' + seen if seen else ''}; the model takes "
             f"{profile.engine_core_host_share:.2f} of this floor)")
 
 
@@ -196,13 +190,11 @@ def plan_for(s: Scenario) -> Plan:
     calibration, so one plan serves every calibration a fit tries (raises DoesNotFitError and friends with the
     reason)."""
     _check_lengths(s)
-    if s.recv_interval_steps not in (None, 1) and not engine_object(s.engine).flags.sets("recv_interval_steps",
-                                                                                          s.recv_interval_steps):
-        raise WorkloadError(f"recv_interval_steps is SGLang's --scheduler-recv-interval; engine {s.engine} has no such "
-                            "setting")
-    if s.api_server_count not in (None, 1) and not engine_object(s.engine).flags.sets("api_server_count",
-                                                                                      s.api_server_count):
-        raise WorkloadError(f"api_server_count is vLLM's --api-server-count; engine {s.engine} has no such setting")
+    for knob, whose in (("recv_interval_steps", "SGLang's --scheduler-recv-interval"),
+                        ("api_server_count", "vLLM's --api-server-count")):  # a knob only one engine's flags set
+        value = getattr(s, knob)
+        if value not in (None, 1) and not engine_object(s.engine).flags.sets(knob, value):
+            raise WorkloadError(f"{knob} is {whose}; engine {s.engine} has no such setting")
     gpu = load_gpu(s.gpu)
     profile = engine_profile("ideal" if s.ideal else s.engine, gpu.usable_memory_bytes, s.tp, gpu_memory_utilization=s.gpu_memory_utilization,
                              max_num_seqs=s.max_num_seqs, max_num_batched_tokens=s.max_num_batched_tokens,
@@ -480,8 +472,8 @@ def predict(plan: Plan, cal: Calibration, s: Scenario) -> Estimate:
         if spread and spread.get("itl_s"):
             lo, hi = spread["itl_s"]
             seen = (f"; on vLLM 0.26 / H200 (cloud VMs) {spread['clients']} clients of an 8B model decoded at "
-                    f"{lo * 1e3:.1f} to {hi * 1e3:.1f} ms per token across {spread['points']} points of sittings "
-                    f"{', '.join(x.split('-')[1] for x in spread['sittings'])}: from server to server a host-bound ITL "
+                    f"{lo * 1e3:.1f} to {hi * 1e3:.1f} ms per token across {spread['points']} points of "
+                    f"{sittings_text(spread['sittings'])}: from server to server a host-bound ITL "
                     f"moves by about ±{(hi - lo) / (hi + lo) * 100:.0f} % (card.json host_bound_decode)")
         notes.append(f"decode is host-bound at {lane:,.0f} running sequences: the engine's host work "
                      f"({host_token_s(plan.costs, cal.efficiency) * 1e6:.0f} µs per sequence per step"
@@ -504,7 +496,7 @@ def predict(plan: Plan, cal: Calibration, s: Scenario) -> Estimate:
             seen = (f"; on vLLM 0.26 / H200 the same {spread['prompt_tokens']:,}-token prompt of {spread['model']} "
                     f"measured {lo * 1e3:.0f} to {hi * 1e3:.0f} ms across {spread['eager_points']} points "
                     f"({spread['graphed_ttft_s'] * 1e3:.0f} ms graphed), so expect ±{(hi - lo) / (hi + lo) * 100:.0f} % "
-                    f"on TTFT (card.json eager_moe_prompt: sittings {', '.join(x.split('-')[1] for x in spread['sittings'])})")
+                    f"on TTFT (card.json eager_moe_prompt: {sittings_text(spread['sittings'])})")
         notes.append(f"prompt chunks of {chunk:,} tokens run without CUDA graphs "
                      f"(largest graph {graphed_chunk:,.0f} tokens): the MoE step launched op by op is the least "
                      f"predictable part of TTFT here{seen}")

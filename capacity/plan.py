@@ -177,17 +177,15 @@ def make_plan(m: ModelArch, gpu: Gpu, precision: str, kv_precision: str, profile
             f"needs {per_seq_blocks:,.0f}. "
             f"Try more GPUs (tp{', pp' if pp > 1 else ''}), a lower precision, fp8 KV cache or shorter sequences")
     # 0 = no CUDA graphs (--enforce-eager): every step is launched op by op
-    prefill_graphs = profile.max_prefill_graph_tokens
     off = ("MLA" if profile.prefill_graphs_skip_mla and m.mla is not None else
            gpu.vendor if profile.prefill_graphs_nvidia_only and gpu.vendor.strip().upper() != "NVIDIA" else None)
-    if off and prefill_graphs != 0:
-        prefill_graphs = 0
+    if off and profile.max_prefill_graph_tokens != 0:
         profile = profile.model_copy(update={"max_prefill_graph_tokens": 0})  # the plan's profile says what it prices
         notes.append(f"{profile.name} runs prompts without CUDA graphs here ({off}: its prefill graphs are off for "
                      "it), so every prompt chunk pays the op-by-op launch")
     costs: StepCosts = build_costs(m, w, gpu, cp, kv_b, tp, ep, profile.max_cudagraph_tokens,
                                    profile.async_scheduling, profile.exposed_step_host_s,
-                                   prefill_graphs, fmt)
+                                   profile.max_prefill_graph_tokens, fmt)
     if profile.host_floor_scale != 1.0:
         costs = replace(costs, host_scale=profile.host_floor_scale)
     lane_mem, lane_seqs = None, profile.lane_running_limit(pp, ranks)

@@ -349,47 +349,41 @@ def eager_moe_prompt(runs: dict) -> dict:
 HOST_MODELS, HOST_CLIENTS = ("meta-llama/Llama-3.1-8B", "Qwen/Qwen3-8B"), 256  # host-bound decode, measured most
 
 
-def host_bound_decode(runs: dict) -> dict:
-    """vLLM's host-bound decode across servers: every vLLM bf16 TP=1 point of an 8B dense model at 256 clients with
-    one API server (`runs`: ar.vllm_runs(), excluded.json's points left out; more API servers lower the floor,
-    sitting 28). The estimate's host-bound note quotes these."""
-    itl, sittings, models = [], set(), set()
+def host_decode_points(runs: dict):
+    """(run folder, API servers, mean ITL) of every vLLM bf16 TP=1 point of an 8B dense model at 256 clients (`runs`:
+    ar.vllm_runs(), excluded.json's points left out): the points host_bound_decode and api_server_decode read."""
     for d, run in sorted(runs.items()):
         sc = run.scenario
-        if (sc["model"] not in HOST_MODELS or sc["precision"] != "bf16" or sc.get("tp", 1) != 1
-                or (sc.get("api_server_count") or 1) != 1):
+        if sc["model"] not in HOST_MODELS or sc["precision"] != "bf16" or sc.get("tp", 1) != 1:
             continue
         for p in run.points:
             if p.load == f"concurrency:{HOST_CLIENTS}" and p.mean_itl_s:
-                itl.append(p.mean_itl_s)
-                sittings.add(ar.sitting(d))
-                models.add(sc["model"])
-    return {"engine": "vllm", "clients": HOST_CLIENTS, "models": sorted(models),
+                yield d, sc.get("api_server_count") or 1, p.mean_itl_s
+
+
+def host_bound_decode(runs: dict) -> dict:
+    """vLLM's host-bound decode across servers, with one API server (more lower the floor, sitting 28): the
+    estimate's host-bound note quotes these."""
+    points = [(d, itl) for d, api, itl in host_decode_points(runs) if api == 1]
+    itl = [x for _, x in points]
+    return {"engine": "vllm", "clients": HOST_CLIENTS, "models": sorted({runs[d].scenario["model"] for d, _ in points}),
             "itl_s": [min(itl), max(itl)] if itl else None, "points": len(itl),
-            "sittings": sorted(sittings, key=ar.sitting_key)}
+            "sittings": sorted({ar.sitting(d) for d, _ in points}, key=ar.sitting_key)}
 
 
 def api_server_decode(runs: dict) -> dict:
-    """vLLM's 256-client decode with one API server and with more, on the sittings that ran both (the same 8B dense
-    models and filter as host_bound_decode): what the estimate and the app quote for --api-server-count."""
+    """vLLM's 256-client decode with one API server and with more, on the sittings that ran both: what the estimate
+    and the app quote for --api-server-count."""
+    points = list(host_decode_points(runs))
+    both = {ar.sitting(d) for d, api, _ in points if api > 1}
     by: dict[str, list[float]] = {"one": [], "more": []}
-    chosen = {d: run for d, run in runs.items()
-              if run.scenario["model"] in HOST_MODELS and run.scenario["precision"] == "bf16"
-              and run.scenario.get("tp", 1) == 1}
-    both = {ar.sitting(d) for d, run in chosen.items() if (run.scenario.get("api_server_count") or 1) > 1}
-    sittings = set()
-    for d, run in sorted(chosen.items()):
-        if ar.sitting(d) not in both:
-            continue
-        key = "more" if (run.scenario.get("api_server_count") or 1) > 1 else "one"
-        for p in run.points:
-            if p.load == f"concurrency:{HOST_CLIENTS}" and p.mean_itl_s:
-                by[key].append(p.mean_itl_s)
-                sittings.add(ar.sitting(d))
+    for d, api, itl in points:
+        if ar.sitting(d) in both:
+            by["more" if api > 1 else "one"].append(itl)
     span = {k: [min(v), max(v)] if v else None for k, v in by.items()}
     return {"engine": "vllm", "clients": HOST_CLIENTS, "itl_s_one_api_server": span["one"],
             "itl_s_more_api_servers": span["more"], "points": sum(map(len, by.values())),
-            "sittings": sorted(sittings, key=ar.sitting_key)}
+            "sittings": sorted(both & {ar.sitting(d) for d, _, _ in points}, key=ar.sitting_key)}
 
 
 def build_all() -> tuple[dict, list[dict], list[dict]]:

@@ -24,6 +24,7 @@ import capacity.engines as capacity_engines
 from capacity.engines import argv_value  # noqa: F401  (kept importable from here)
 from capacity.errors import CapacityError
 from capacity.load import load_of
+from capacity.loads.draws import SEED_MAX
 from pydantic import ValidationError
 
 from validate.errors import ResultsError, ValidateError, one_line
@@ -101,7 +102,7 @@ def workload_scenario(workload: dict) -> dict:
         if workload["arrivals"] == "gamma" and isinstance(shape, (int, float)) and shape > 0:
             out["gamma_shape"] = float(shape)
     seed = workload.get("seed")
-    if isinstance(seed, int) and not isinstance(seed, bool) and 0 <= seed < 2**32:
+    if isinstance(seed, int) and not isinstance(seed, bool) and 0 <= seed <= SEED_MAX:
         out["seed"] = seed  # the simulator draws the run's own arrivals (capacity/loads/draws.py)
     shared = workload.get("shared_prefix")
     if isinstance(shared, (int, float)) and 0 < shared < 1:

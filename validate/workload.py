@@ -19,7 +19,7 @@ from typing import Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from capacity.loads.draws import BODIES_STREAM, WARMUP_LENGTHS_STREAM, lengths_rng, spread_lengths
+from capacity.loads.draws import BODIES_STREAM, WARMUP_LENGTHS_STREAM, lengths_rng, spread_lengths, stream_rng
 from validate.errors import UsageError
 
 PREFIX_TOKENS = 3
@@ -119,9 +119,8 @@ class PromptMaker:
             raise UsageError(f"vocabulary of {workload.vocab_size} has too few ordinary token ids")
         # three streams (capacity/loads/draws.py): the token ids, the measured requests' lengths (restarted at every
         # load point, as the step simulator draws a point's) and the warm-up requests' lengths
-        self.rng = np.random.default_rng([workload.seed, BODIES_STREAM])
-        self.length_rng = lengths_rng(workload.seed)
-        self.warmup_rng = lengths_rng(workload.seed, WARMUP_LENGTHS_STREAM)
+        self.rng = stream_rng(workload.seed, BODIES_STREAM)
+        self.start_point()  # the two lengths' streams
         # The salt differs between runs (resumed runs too), so a server's prefix cache never matches.
         self.salt = int.from_bytes(os.urandom(4), "little") if salt is None else salt
         self.pairs = read_length_pairs(workload.length_dist.path) if workload.length_dist.path else None

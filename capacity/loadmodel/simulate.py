@@ -61,7 +61,7 @@ from capacity.calibration import Efficiency
 from capacity.errors import WorkloadError
 from capacity.loadmodel.workload import spec_tokens_per_step
 from capacity.loads import SHAPES, shape
-from capacity.loads.draws import DRAFTS_STREAM, arrivals_rng, lengths_rng, spread_lengths
+from capacity.loads.draws import DRAFTS_STREAM, arrivals_rng, lengths_rng, spread_lengths, stream_rng
 from capacity.model.memory import blocks_per_sequence
 from capacity.plan import Plan
 from capacity.model.stepper import SpecStepper, Stepper
@@ -449,7 +449,7 @@ def _draft_steps(engine: EngineContext, seed: int) -> Callable[[int], int] | Non
         return None
     if a <= 0:  # a draft model whose drafts are never kept: one token per step
         return lambda left: left
-    rng = np.random.default_rng([seed, DRAFTS_STREAM])
+    rng = stream_rng(seed, DRAFTS_STREAM)
     log_a = np.log(min(a, 0.999))
 
     def steps_for(left: int) -> int:

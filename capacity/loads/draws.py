@@ -29,9 +29,14 @@ def arrivals_rng(seed: int) -> np.random.Generator:
     return np.random.default_rng(seed)
 
 
+def stream_rng(seed: int, stream: int) -> np.random.Generator:
+    """One of the seed's numbered streams (the *_STREAM constants above)."""
+    return np.random.default_rng([seed, stream])
+
+
 def lengths_rng(seed: int, stream: int = LENGTHS_STREAM) -> np.random.Generator:
     """The lengths' stream of one load point: input then output length, request after request in send order."""
-    return np.random.default_rng([seed, stream])
+    return stream_rng(seed, stream)
 
 
 def gaps(rng: np.random.Generator, mean_gap_s: float, n: int, arrivals: str = "constant",
@@ -68,5 +73,5 @@ def span_rel_sd(n: int, arrivals: str = "constant", gamma_shape: float = 1.0) ->
     return 1.0 / math.sqrt((n - 1) * k)
 
 
-__all__ = ["BODIES_STREAM", "DRAFTS_STREAM", "GAMMA_SHAPE_MAX", "LENGTHS_STREAM", "SEED_MAX", "WARMUP_LENGTHS_STREAM", "arrivals_rng", "gaps", "lengths_rng", "span_rel_sd",
-           "spread_lengths"]
+__all__ = ["BODIES_STREAM", "DRAFTS_STREAM", "GAMMA_SHAPE_MAX", "LENGTHS_STREAM", "SEED_MAX", "WARMUP_LENGTHS_STREAM",
+           "arrivals_rng", "gaps", "lengths_rng", "span_rel_sd", "spread_lengths", "stream_rng"]
