@@ -285,7 +285,7 @@ def steady_state(c: StepCosts, eff: Efficiency, budget: float, isl, osl, running
     ttft = eff.front_end_s(I) + others * t_bar / 2 + own_prefill
     rps = lam / t_bar
     return {"ttft": ttft, "itl": itl, "rps": rps, "t_bar": t_bar, "t_dec": t_dec, "t_mix": t_mix, "keys": keys,
-            "lam": lam, "running": lam * steps_per_request, "O": O, "I": I}
+            "lam": lam, "running": lam * steps_per_request, "O": O, "I": I, "I_new": I_new}
 
 
 def _result(s: dict[str, np.ndarray], ttft, rps, saturated) -> LoadResult:
@@ -334,7 +334,7 @@ def burst(c, eff, budget, isl, osl, num_requests, slots: Slots, ideal, extras=Ex
     w = wave(c, eff, budget, isl, osl, np.where(one_wave, N, B), slots.full_length, ideal, extras, mixed)
     w["rps"] = N / (w["duration"] + eff.front_end_s(w["I"]))
     s = steady_state(c, eff, budget, isl, osl, B, ideal, extras, mixed)
-    I_new = np.maximum(s["I"] * (1 - extras.prefix_hit_rate), 1.0)
+    I_new = s["I_new"]
     budget_bound = budget / (I_new + (s["O"] - 1 if mixed else 0.0)) < B / s["O"]
     # N/λ steps of mixed prefill+decode admit every request, then O−1 drain steps of decode only while
     # the last admitted finish (mean batch d/2); a request spends a share φ of its gaps in the drain
@@ -386,8 +386,7 @@ def open_loop(c, eff, budget, isl, osl, rate, slots: Slots, ideal, extras=Extras
     s_used = {k: np.where(over, cap[k], v) if k in ("itl", "t_dec", "t_mix", "running") else v for k, v in s.items()}
     # an arrival finds the engine idle with the chance that nothing is in flight (B in flight on average, Poisson
     # in number): then its first step lasts at least the CPU work a busy engine overlaps (idle_start_extra_s)
-    _, _, I_new = _lengths(isl, osl, extras)
-    alone = step_time_s(c, eff, 0, 0.0, np.minimum(I_new, budget), s["keys"], ideal)  # its prompt's step on an idle engine
+    alone = step_time_s(c, eff, 0, 0.0, np.minimum(s["I_new"], budget), s["keys"], ideal)  # its prompt's step on an idle engine
     idle = np.exp(-B) * idle_start_extra_s(eff, alone)
     ttft = np.where(over, cap["ttft"], s["ttft"] + wait + idle) + backlog
     if num_requests is not None:  # a finite test: completed ÷ (last end − first start) includes the drain
