@@ -320,6 +320,15 @@ def build() -> dict:
 EAGER_MODEL, EAGER_ISL = "Qwen/Qwen3-30B-A3B", 1024  # the lone prompt measured on most servers
 
 
+def bf16_one_gpu_runs(runs: dict, models):
+    """(run folder, run) of every vLLM BF16 run on one GPU of one of `models` (`runs`: ar.vllm_runs()), in folder
+    order: the runs the card's measured spreads read."""
+    for d, run in sorted(runs.items()):
+        sc = run.scenario
+        if sc["model"] in models and sc["precision"] == "bf16" and sc.get("tp", 1) == 1:
+            yield d, run
+
+
 def eager_moe_prompt(runs: dict) -> dict:
     """The MoE lone prompt run op by op, across servers: every vLLM bf16 sync point of Qwen3-30B-A3B at 1,024
     prompt tokens (`runs`: ar.vllm_runs(), which leaves excluded.json's points out), split by whether the server's
@@ -328,10 +337,8 @@ def eager_moe_prompt(runs: dict) -> dict:
 
     vllm = capacity_engines.get("vllm")
     eager, graphed, sittings = [], [], set()
-    for d, run in sorted(runs.items()):
+    for d, run in bf16_one_gpu_runs(runs, (EAGER_MODEL,)):
         sc = run.scenario
-        if sc["model"] != EAGER_MODEL or sc["precision"] != "bf16" or sc.get("tp", 1) != 1:
-            continue
         # the run's scenario holds what its argv set (validate reads it with the engine's flag table)
         limit = vllm.profile(**{k: sc[k] for k in ("max_cudagraph_tokens", "max_num_seqs") if k in sc}).max_cudagraph_tokens
         for p in run.points:
@@ -352,13 +359,10 @@ HOST_MODELS, HOST_CLIENTS = ("meta-llama/Llama-3.1-8B", "Qwen/Qwen3-8B"), 256  #
 def host_decode_points(runs: dict):
     """(run folder, API servers, mean ITL) of every vLLM bf16 TP=1 point of an 8B dense model at 256 clients (`runs`:
     ar.vllm_runs(), excluded.json's points left out): the points host_bound_decode and api_server_decode read."""
-    for d, run in sorted(runs.items()):
-        sc = run.scenario
-        if sc["model"] not in HOST_MODELS or sc["precision"] != "bf16" or sc.get("tp", 1) != 1:
-            continue
+    for d, run in bf16_one_gpu_runs(runs, HOST_MODELS):
         for p in run.points:
             if p.load == f"concurrency:{HOST_CLIENTS}" and p.mean_itl_s:
-                yield d, sc.get("api_server_count") or 1, p.mean_itl_s
+                yield d, run.scenario.get("api_server_count") or 1, p.mean_itl_s
 
 
 def host_bound_decode(runs: dict) -> dict:
