@@ -21,6 +21,7 @@ from capacity.model.architecture import load_model
 from capacity.engines import engine_profile
 from validate.calibration_plan import PLAN_PATH, load_measured_plan, run_measured_plan
 from validate.calibration_plan import fitted_run as fitted_run_of
+from validate.calibration_plan import trains_on
 from validate.compare import MeasuredRun, compare_dirs, load_run
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -62,18 +63,18 @@ def sglang_fitted_run(d: str) -> bool:
     return fitted_run_of(PLAN_PATH, SGLANG_FIT, d)
 
 
-# vLLM fits that train on some load kinds of their own runs only (the MXFP4 per-layer cost: gpt-oss-20b's sync points)
-LOAD_FITS = [f for f in PLAN.fit if f.engine == "vllm" and f.loads is not None]
+def trained(df: pd.DataFrame, engine: str = "vllm") -> pd.Series:
+    """Rows some fit of the plan trains on (validate.calibration_plan.trains_on: run, precision, TP, load kind, shape)."""
+    return pd.Series([trains_on(PLAN_PATH, run, engine, precision, int(tp), load, PLAN)
+                      for run, precision, tp, load in zip(df["run"], df["precision"], df["tp"], df["load"])],
+                     index=df.index, dtype=bool)
 
 
-def fitted_by_load_fit(df: pd.DataFrame) -> pd.Series:
-    """Rows a load-restricted fit trained on: its run, precision and load kind, not a HOLDOUT shape."""
-    def one(run: str, precision: str, load: str, shape: str) -> bool:
-        return shape not in HOLDOUT and any(
-            f.precision == precision and load.split(":")[0] in f.loads and fitted_run_of(PLAN_PATH, f, run)
-            for f in LOAD_FITS)
-    return pd.Series([one(*r) for r in zip(df["run"], df["precision"], df["load"], df["shape"])], index=df.index,
-                     dtype=bool)
+def plan_split(df: pd.DataFrame, engine: str) -> None:
+    """The plan decides what is fitted (trained); the labels already in df["split"] only say why the rest was not."""
+    fit = trained(df, engine)
+    df.loc[fit, "split"] = "fitted"
+    df.loc[~fit & (df["split"] == "fitted"), "split"] = "never fitted"
 
 
 def pct(x: float) -> str:
@@ -108,6 +109,7 @@ def sglang_comparison(sglang_dirs: list[str], vllm_bf16: Calibration) -> pd.Data
     seen = sg["model"].isin(set(sg.loc[fitted, "model"]))  # models a fitted run served
     sg["split"] = np.select([~fitted & ~seen, ~fitted, sg["shape"].isin(HOLDOUT)],
                             ["other model, never fitted", "never fitted", "held out"], "fitted")
+    plan_split(sg, "sglang")
     return sg
 
 
@@ -122,7 +124,7 @@ def vllm_comparison(runs: dict[str, MeasuredRun]) -> pd.DataFrame:
     df["split"] = np.select(
         [df["tp"] > 1, ~df["model"].isin(fitted_models), ~df["run"].map(fitted_run), df["shape"].isin(HOLDOUT)],
         ["TP>1, never fitted", "other model, never fitted", "never fitted", "held out"], "fitted")
-    df.loc[fitted_by_load_fit(df), "split"] = "fitted"
+    plan_split(df, "vllm")
     df = df.drop_duplicates(subset=["model", "precision", "tp", "shape", "load", "mode", "run"])
     return df
 

@@ -97,23 +97,18 @@ def _point(pool, engine, gpu, mclass, reg, metric, measured, predicted, group) -
 
 def measured_points(runs: dict | None = None) -> tuple[list[dict], dict]:
     runs = ar.vllm_runs() if runs is None else runs
-    single = [d for d, r in runs.items() if r.scenario.get("tp", 1) == 1 and ar.fitted_run(d)]
-    fitted_models = {runs[d].scenario["model"] for d in single}
     df = compare_dirs(list(runs), {"calibrated": None})
     if "error" in df:
         df = df[df["error"].isna()]
     df = df.drop_duplicates(subset=["model", "precision", "tp", "isl", "osl", "load", "run"])
     df["shape"] = df["isl"].astype(int).astype(str) + "x" + df["osl"].astype(int).astype(str)
-    # accuracy_report.vllm_comparison's split: fitted = single-GPU, fitted model, fitted run, not a HOLDOUT shape
-    df["fitted"] = ((df["tp"] == 1) & df["model"].isin(fitted_models) & df["run"].map(ar.fitted_run)
-                    & ~df["shape"].isin(ar.HOLDOUT)) | ar.fitted_by_load_fit(df)
+    df["fitted"] = ar.trained(df)  # what the calibration plan trains on (accuracy_report's split)
     df["engine"] = "vllm"
     df["group"] = ["vllm-0.26.0 " + ar.sitting(r) for r in df["run"]]
     sg_dirs = ar.sglang_runs()
     sg = compare_dirs(sg_dirs, {"calibrated": None})
     sg["shape"] = sg["isl"].astype(int).astype(str) + "x" + sg["osl"].astype(int).astype(str)
-    # accuracy_report.sglang_comparison's split: fitted = a run of the SGLang fit's sittings, not a HOLDOUT shape
-    sg["fitted"] = sg["run"].map(ar.sglang_fitted_run) & ~sg["shape"].isin(ar.HOLDOUT)
+    sg["fitted"] = ar.trained(sg, "sglang")
     sg["engine"] = "sglang"
     sg["group"] = ["sglang-0.5.17 " + Path(r).relative_to(ar.SGLANG_DATA).parts[0] for r in sg["run"]]
     points = []
