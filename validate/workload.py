@@ -19,7 +19,8 @@ from typing import Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from capacity.loads.draws import BODIES_STREAM, WARMUP_LENGTHS_STREAM, lengths_rng, spread_lengths, stream_rng
+from capacity.loads.draws import (BODIES_STREAM, SHARED_PREFIX_STREAM, WARMUP_LENGTHS_STREAM, lengths_rng,
+                                  spread_lengths, stream_rng)
 from validate.errors import UsageError
 
 PREFIX_TOKENS = 3
@@ -133,7 +134,7 @@ class PromptMaker:
         n = int(round(self.workload.shared_prefix * self.workload.isl))
         if n == 0:
             return []
-        rng = np.random.default_rng([self.workload.seed, self.salt])
+        rng = np.random.default_rng([self.workload.seed, SHARED_PREFIX_STREAM, self.salt])  # its own numbered stream
         body = self.allowed[rng.integers(len(self.allowed), size=n - 1)].tolist()
         return [int(self.allowed[self.salt % len(self.allowed)])] + body
 

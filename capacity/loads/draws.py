@@ -22,6 +22,7 @@ DRAFTS_STREAM = 1  # default_rng([seed, 1]): the simulator's accepted drafts per
 LENGTHS_STREAM = 2  # default_rng([seed, 2]): the measured requests' lengths
 BODIES_STREAM = 3  # default_rng([seed, 3]): validate's prompt token ids
 WARMUP_LENGTHS_STREAM = 4  # validate's warm-up requests, kept off the measured requests' stream
+SHARED_PREFIX_STREAM = 5  # default_rng([seed, 5, salt]): the token ids of a run's common prefix (one per salt)
 
 
 def arrivals_rng(seed: int) -> np.random.Generator:
