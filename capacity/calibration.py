@@ -48,6 +48,14 @@ class Efficiency(BaseModel):
     eager_moe_layer_overhead_s: float = Field(0.0, ge=0, description="the same per MoE layer, added to the step (the "
                                                                      "fused-MoE path launched op by op does not "
                                                                      "overlap)")
+    eager_mla_layer_overhead_s: float = Field(2.04e-3, ge=0, description="the extra CPU time per MLA attention layer "
+                                              "to launch a step op by op (its low-rank projections, the KV "
+                                              "up-projection, the concatenations and padding around the attention "
+                                              "kernel): a floor under the step beside the dense layers'. Not fitted "
+                                              "by the plan: scripts/mla_eager.py set it from DeepSeek-V2-Lite's four "
+                                              "eager lone prompts on one H200 (vLLM 0.26, sitting 14b), a guess from "
+                                              "one model and one server; sittings 9, 15 and 30 and the public "
+                                              "DeepSeek-R1 rows are held out")
     quant_linear_s: float = Field(0.0, ge=0, description="time per step of each linear layer whose activations are "
                                   "quantized (FP8 / FP4 compute: a dynamic activation-quantization kernel before "
                                   "its GEMM, a fixed small-kernel cost in a CUDA graph). vLLM 0.26's FP8 on one H200: "
@@ -110,7 +118,8 @@ class Calibration(BaseModel):
 IDEAL = Calibration(
     engine="ideal",
     efficiency=Efficiency(weight_bandwidth=1, kv_bandwidth=1, matmul=1, moe_matmul=1, attention_matmul=1, link=1,
-                          link_latency_s=0, step_overhead_s=0, layer_overhead_s=0, moe_layer_overhead_s=0, eager_layer_overhead_s=0, sequence_overhead_s=0, host_token_s=0,
+                          link_latency_s=0, step_overhead_s=0, layer_overhead_s=0, moe_layer_overhead_s=0, eager_layer_overhead_s=0,
+                          eager_mla_layer_overhead_s=0, sequence_overhead_s=0, host_token_s=0,
                           request_overhead_s=0, prompt_token_overhead_s=0, idle_step_s=0, admission_s=0),
     notes="pure roofline: every efficiency 1, every overhead 0",
 )

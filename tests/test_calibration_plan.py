@@ -54,6 +54,9 @@ def test_executing_the_plan_gives_the_shipped_calibrations():
      "sittings='all'\nsource=''\nnotes=''\nloads=['poisson']\n", "loads"),
     ("holdout_shapes = ['1x1']\n[[fit]]\nname='a'\nengine='vllm'\ngpu='h200-sxm'\nprecision='bf16'\ndata='x'\n"
      "sittings='all'\nsource=''\nnotes=''\nfront_end='guess'\n", "front_end"),
+    ("holdout_shapes = ['1x1']\n[[fit]]\nname='a'\nengine='vllm'\ngpu='h200-sxm'\nprecision='bf16'\ndata='x'\n"
+     "sittings='all'\nsource=''\nnotes=''\n[[constant]]\nname='warp_s'\nengine='vllm'\nprecision='bf16'\n"
+     "data='x'\nruns=['sitting-1/a']\nscript=''\nsource=''\n", "constant.0.name"),
     ("holdout_shapes = []\n", "holdout_shapes"),
     ("[[[", "cannot read"),
 ])
@@ -93,3 +96,37 @@ def test_a_counted_front_end_without_lone_requests_is_one_line_exit_2(tmp_path):
     lines = p.stderr.strip().splitlines()
     assert len(lines) == 1 and "fit a" in lines[0] and "counters" in lines[0] and "Traceback" not in p.stderr
     assert not list(tmp_path.glob("*.json"))
+
+
+def test_points_that_set_a_constant_are_fitted_not_held_out():
+    """A [[constant]] of the plan (a parameter set by a script from named points) trains on exactly those points:
+    trains_on counts them, so no held-out table scores them; the same server's other shapes stay held out."""
+    from validate.calibration_plan import trains_on
+    plan = load_measured_plan()
+    const = next(c for c in plan.constant if c.name == "eager_mla_layer_overhead_s")
+    server = run_dirs(PLAN_PATH, plan.named("vllm-bf16"))
+    ladder = [d for d in server if "DeepSeek-V2-Lite-bf16-eager-ladder-s14b" in d]
+    set_it = {d.rsplit("/", 1)[1] for d in ladder if trains_on(PLAN_PATH, d, "vllm", "bf16", 1, "sync", plan)}
+    assert set_it == {r.rsplit("/", 1)[1] for r in const.runs} == {"768x16", "1024x16", "2048x16", "4096x16"}
+    assert {d.rsplit("/", 1)[1] for d in ladder} - set_it == {"384x16"}
+    assert not any(trains_on(PLAN_PATH, d, "vllm", "fp8", 1, "sync", plan) for d in ladder)  # another precision
+
+
+def test_the_shipped_mla_launch_constant_is_what_its_script_sets():
+    """capacity/calibration.py's eager_mla_layer_overhead_s is scripts/mla_eager.py's value on the points the plan
+    names (a drifted default, or points that moved, fail here)."""
+    import importlib.util
+    import math
+    from pathlib import Path
+
+    import numpy as np
+
+    from capacity.calibration import Efficiency
+    path = Path(__file__).resolve().parents[1] / "scripts" / "mla_eager.py"
+    spec = importlib.util.spec_from_file_location("mla_eager", path)
+    mla = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mla)
+    fit = [(s, m) for _, s, m, fitted in mla.lone_prompts() if fitted]
+    assert len(fit) == 4
+    loss = [sum(math.log(mla.ttft_with(s, v) / m) ** 2 for s, m in fit) for v in mla.GRID_S]
+    assert Efficiency().eager_mla_layer_overhead_s == pytest.approx(float(mla.GRID_S[int(np.argmin(loss))]), abs=1e-9)

@@ -57,6 +57,8 @@ BOUNDS = {
     # measured: Qwen3-30B-A3B at 640 sequences stepped 44 ms with CUDA graphs to 1,024 and 70 ms with vLLM's
     # default graphs to 512 (sitting 6): ~1.5 ms of launch per MoE layer, far above a few µs per kernel
     "eager_moe_layer_overhead_s": (0.0, 3e-3),
+    # an MLA layer's extra launch op by op (set by scripts/mla_eager.py; freed only where an MLA model trains)
+    "eager_mla_layer_overhead_s": (0.0, 5e-3),
     "request_overhead_s": (0.0, 0.1),
     "admission_s": (0.0, 0.01),
     # a step's CPU work in series with the GPU: scheduling, input preparation, sampling, output (a few ms)
@@ -188,6 +190,8 @@ def free_parameters(data: list[Sample]) -> list[str]:
         names.remove("quant_linear_s")
     if not any(d.plan is not None and d.plan.costs.weight_only_fp4_moe_layers for d in data):  # needs FP4 experts
         names.remove("fp4_moe_layer_s")
+    if not any(d.plan is not None and d.plan.costs.mla_layers for d in data):  # needs an MLA model
+        names.remove("eager_mla_layer_overhead_s")
     return names
 
 

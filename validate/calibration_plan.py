@@ -46,11 +46,30 @@ class MeasuredFit(BaseModel):
     notes: str
 
 
+class MeasuredConstant(BaseModel):
+    """A parameter no fit frees, set by a script from named points (mla_layer_overhead_s, eager_mla_layer_overhead_s):
+    those points trained it, so trains_on counts them as fitted and no table scores them as held out."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(description="the capacity.calibration.Efficiency field the points set")
+    engine: str
+    precision: str
+    data: str = Field(description="folder under the plan's own folder holding the engine version's runs")
+    runs: list[str] = Field(min_length=1, description="servers (sitting-N/server) or shapes (sitting-N/server/ISLxOSL)")
+    loads: list[Literal["sync", "concurrency", "burst", "rate"]] | None = None
+    max_tp: int = Field(default=1, ge=1)
+    script: str = Field(description="what set the value from these points")
+    source: str
+    sittings: list[str] = Field(default_factory=list, max_length=0)  # runs only: fitted_run reads the same fields as a fit's
+
+
 class MeasuredPlan(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     holdout_shapes: list[str] = Field(min_length=1)
     fit: list[MeasuredFit] = Field(min_length=1)
+    constant: list[MeasuredConstant] = Field(default_factory=list)
 
     def named(self, name: str) -> MeasuredFit:
         return next(f for f in self.fit if f.name == name)
@@ -82,14 +101,19 @@ def load_measured_plan(path: Path | str = PLAN_PATH) -> MeasuredPlan:
         unknown = sorted(set(f.free or ()) - set(BOUNDS))
         if unknown:
             raise ValidateError(f"{path}: fit.{i}.free: unknown parameters {unknown}")
+    from capacity.calibration import Efficiency
+
+    for i, c in enumerate(plan.constant):
+        if c.name not in Efficiency.model_fields:
+            raise ValidateError(f"{path}: constant.{i}.name: {c.name!r} is not a calibration parameter")
     return plan
 
 
-def data_dir(plan_path: Path | str, fit: MeasuredFit) -> Path:
+def data_dir(plan_path: Path | str, fit: MeasuredFit | MeasuredConstant) -> Path:
     return Path(plan_path).resolve().parent / fit.data
 
 
-def fitted_run(plan_path: Path | str, fit: MeasuredFit, run_dir: str | Path) -> bool:
+def fitted_run(plan_path: Path | str, fit: MeasuredFit | MeasuredConstant, run_dir: str | Path) -> bool:
     """Is this results folder (DATA/sitting-N/server/shape) one the fit trains on?"""
     parts = Path(run_dir).resolve().relative_to(data_dir(plan_path, fit)).parts
     return (fit.sittings == "all" or parts[0] in fit.sittings or "/".join(parts[:2]) in fit.runs
@@ -98,12 +122,13 @@ def fitted_run(plan_path: Path | str, fit: MeasuredFit, run_dir: str | Path) -> 
 
 def trains_on(plan_path: Path | str, run_dir: str | Path, engine: str, precision: str, tp: int, load: str,
               plan: MeasuredPlan | None = None) -> bool:
-    """Does any fit of the plan train on this point (its run, precision, TP and load kind, not a held-out shape)?
-    Everything else is scored, never fitted. `plan`: the plan already read from plan_path (read here if None)."""
+    """Does any fit of the plan, or any constant it sets from named points, train on this point (its run, precision,
+    TP and load kind, not a held-out shape)? Everything else is scored, never fitted. `plan`: the plan already read
+    from plan_path (read here if None)."""
     plan = plan or load_measured_plan(plan_path)
     if Path(run_dir).name in plan.holdout_shapes:
         return False
-    for f in plan.fit:
+    for f in [*plan.fit, *plan.constant]:
         if f.engine != engine or f.precision != precision or tp > f.max_tp:
             continue
         if f.loads is not None and load.split(":")[0] not in f.loads:

@@ -392,8 +392,10 @@ def eager_floor_s(c: StepCosts, eff: Efficiency) -> float:
     Measured (sitting 21, Qwen3-8B FP8, the same prompts at default graphs and with graphs to 2,048): 5-11 ms slower
     eager at 768-1,536 tokens, equal at 2,048 and 4,096, where the GPU step is longer than the launch. A layer on
     vLLM's fused-MoE path is not in it: that path waits for the GPU inside the layer, so its whole launch is added
-    (`eager_added_s`)."""
-    return eff.eager_layer_overhead_s * (c.num_layers - fused_moe_layers(c))
+    (`eager_added_s`). An MLA layer's attention launches more host work than a GQA layer's, also behind the GPU: a
+    floor of eager_mla_layer_overhead_s per MLA layer besides (DeepSeek-V2-Lite's eager prompts, sitting 14b: +49 ms at
+    768-1,024 tokens over the GQA layers' constants, +11 ms at 4,096 where the GPU step is longer)."""
+    return eff.eager_layer_overhead_s * (c.num_layers - fused_moe_layers(c)) + eff.eager_mla_layer_overhead_s * c.mla_layers
 
 
 def fused_moe_layers(c: StepCosts) -> int:
