@@ -1,12 +1,17 @@
-"""argparse value types with one-line errors: whole numbers and numbers in a range (the capacity and validate
-command lines share them)."""
+"""argparse value types with one-line errors: whole numbers and numbers in a range, and the files and folders a
+command writes, checked before any work is done (the capacity and validate command lines share them)."""
 
 from __future__ import annotations
 
 import argparse
 import math
+import os
+from pathlib import Path
 
 from capacity.errors import show_value
+
+
+LENGTH_MAX_TOKENS = 10_000_000  # the longest request length (input or output) any command or file may give
 
 
 def int_in(lo: int, hi: int):
@@ -48,4 +53,43 @@ def float_in(lo: float, hi: float, lo_open: bool = False, hi_open: bool = False,
     return parse
 
 
-__all__ = ["float_in", "int_in", "number_text"]
+def _writable_folder(folder: Path, text: str) -> None:
+    if not folder.is_dir():
+        raise argparse.ArgumentTypeError(f"{text}: its folder {str(folder)!r} does not exist")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise argparse.ArgumentTypeError(f"{text}: its folder {str(folder)!r} is not writable")
+
+
+def output_file(text: str) -> str:
+    """A file the command will write: not a folder, in a folder that exists and can be written."""
+    path = Path(text).expanduser()
+    if not text.strip() or path.is_dir():
+        raise argparse.ArgumentTypeError(f"{show_value(text)} is a folder: name a file to write")
+    if path.exists() and not os.access(path, os.W_OK):
+        raise argparse.ArgumentTypeError(f"{text}: not writable")
+    _writable_folder(path.parent.resolve(), text)
+    return text
+
+
+output_file.__name__ = "file"
+
+
+def output_folder(text: str) -> str:
+    """A folder the command will write into (made if missing): not a file, under a folder that can be written."""
+    path = Path(text).expanduser()
+    if not text.strip() or (path.exists() and not path.is_dir()):
+        raise argparse.ArgumentTypeError(f"{show_value(text)} is a file: name a folder")
+    if path.is_dir():
+        _writable_folder(path.resolve(), text)
+    else:
+        parent = path.resolve().parent
+        while not parent.exists() and parent != parent.parent:  # made with its parents: the first one that exists
+            parent = parent.parent
+        _writable_folder(parent, text)
+    return text
+
+
+output_folder.__name__ = "folder"
+
+
+__all__ = ["LENGTH_MAX_TOKENS", "float_in", "int_in", "number_text", "output_file", "output_folder"]

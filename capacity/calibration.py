@@ -13,13 +13,17 @@ import json
 import math
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from capacity.errors import ConfigError, flatten_validation_error, one_line
 
 
 class Efficiency(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
+
+    @model_validator(mode="after")
+    def _physical(self) -> Efficiency:
+        return _check_efficiency(self)
 
     weight_bandwidth: float = Field(0.80, gt=0, le=1, description="share of peak HBM bandwidth when streaming weights")
     kv_bandwidth: float = Field(0.60, gt=0, le=1, description="share of peak bandwidth for paged KV reads in decode attention")
@@ -87,12 +91,35 @@ class Efficiency(BaseModel):
         return self.request_overhead_s + self.prompt_token_overhead_s * prompt_tokens
 
 
+SHARE_MIN = 0.01  # an achieved share of a peak below 1 % is a typo, not a kernel (it would price hours per token)
+OVERHEAD_MAX_S = 1.0  # a fixed cost per step, layer, sequence or request above a second is a typo too
+
+
+def _check_efficiency(e: Efficiency) -> Efficiency:
+    for name in SHARES:
+        if getattr(e, name) < SHARE_MIN:
+            raise ValueError(f"{name}: a share of peak below {SHARE_MIN} ({getattr(e, name):g}) is not physical")
+    for name in type(e).model_fields:
+        if name.endswith("_s") and getattr(e, name) > OVERHEAD_MAX_S:
+            raise ValueError(f"{name}: {getattr(e, name):g} s is above {OVERHEAD_MAX_S:g} s")
+    return e
+
+
+SHARES = ("weight_bandwidth", "kv_bandwidth", "matmul", "moe_matmul", "attention_matmul", "link")
+
+
 class ResidualStats(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
-    count: int
-    log_ratio_q05: float = Field(description="5th percentile of log(measured / predicted)")
-    log_ratio_q95: float
-    mean_abs_pct_error: float
+    count: int = Field(ge=0)
+    log_ratio_q05: float = Field(ge=-10, le=10, description="5th percentile of log(measured / predicted)")
+    log_ratio_q95: float = Field(ge=-10, le=10)
+    mean_abs_pct_error: float = Field(ge=0)
+
+    @model_validator(mode="after")
+    def _ordered(self) -> ResidualStats:
+        if self.log_ratio_q05 > self.log_ratio_q95:
+            raise ValueError("log_ratio_q05 is above log_ratio_q95 (the interval would be inverted)")
+        return self
 
 
 class Calibration(BaseModel):

@@ -363,6 +363,12 @@ def accuracy_card(s: "Scenario", e: "Estimate") -> AccuracyCard | None:
                      "interval applies")
     if s.calibration:
         notes.append("a calibration file was given: the held-out errors are those of the shipped calibrations")
+        from capacity.calibration import parse_calibration_file
+
+        cal = parse_calibration_file(s.calibration)
+        if (cal.engine, cal.gpu) != (s.engine, s.gpu) and cal.engine != "default":
+            notes.append(f"the calibration file was fitted for {cal.engine} on {cal.gpu}; this answer applies its "
+                         f"factors as they are to {s.engine} on {s.gpu}")
     cov = data["coverage_check"]["measured" if use_measured else "public"]["per_metric"]
     return AccuracyCard(
         domain=domain, reasons=reasons, slice=chain[0],

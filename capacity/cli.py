@@ -20,15 +20,14 @@ from typing import Any
 import numpy as np
 from pydantic import ValidationError
 
-from capacity.argtypes import float_in as _float_in, int_in as _int_in
-from capacity.loads.draws import GAMMA_SHAPE_MAX, SEED_MAX
+from capacity.argtypes import LENGTH_MAX_TOKENS, float_in as _float_in, int_in as _int_in, output_file
+from capacity.loads.draws import GAMMA_SHAPE_MAX, GAMMA_SHAPE_MIN, SEED_MAX
 from capacity.engine import PROFILES
 from capacity.errors import CapacityError, InputError, ResultError, flatten_validation_error, one_line, show_value
 from capacity.estimate import Scenario, estimate
 from capacity.load import parse_load
 from capacity.model.precision import PRECISION_CHOICES
 
-LENGTH_MAX_TOKENS = 10_000_000  # as estimate's own check of isl/osl
 LIST_MAX_ITEMS = 10_000
 SWEEP_MAX_ROWS = 2_000_000
 
@@ -112,7 +111,7 @@ def _scenario_args(p: argparse.ArgumentParser, with_load: bool = True) -> None:
                             "cannot express")
         p.add_argument("--arrivals", default=d.arrivals, choices=("constant", "poisson", "gamma"),
                        help="rate loads: gaps between arrivals (default: %(default)s)")
-        p.add_argument("--gamma-shape", type=_float_in(0.0, GAMMA_SHAPE_MAX, lo_open=True), default=d.gamma_shape,
+        p.add_argument("--gamma-shape", type=_float_in(GAMMA_SHAPE_MIN, GAMMA_SHAPE_MAX), default=d.gamma_shape,
                        help="gamma arrivals: shape (1 = Poisson, < 1 burstier)")
         p.add_argument("--length-dist", type=_length_dist, default=("fixed", 0.0),
                        help="fixed | uniform:R (±R × mean) | normal:R (σ = R × mean), as validate --length-dist")
@@ -284,14 +283,23 @@ def _read_trace(path: str, load: str) -> dict:
         labels = sorted(set(df[cols["load"]].astype(str)))
         df = df[df[cols["load"]].astype(str) == load]
         if not len(df):
-            raise InputError(f"{path}: no requests of load {load!r} (--load); it holds {', '.join(labels)[:300]}")
+            held = f"it holds {', '.join(labels)[:300]}" if labels else "it holds no requests"
+            raise InputError(f"{path}: no requests of load {load!r} (--load); {held}")
     pick = lambda *names: next((cols[n] for n in names if n in cols), None)  # noqa: E731
     send, isl, osl = pick("send_s", "start_s"), pick("input_tokens", "isl"), pick("output_tokens", "osl")
     if not (send and isl and osl):
         raise InputError(f"{path}: a trace needs columns send_s (or start_s), input_tokens (or isl), output_tokens (or osl)")
+    if len(df) == 0 or len(df) > 1_000_000:
+        raise InputError(f"{path}: a trace holds 1 to 1,000,000 rows (got {len(df):,})")
     df = df[[send, isl, osl]].apply(pd.to_numeric, errors="coerce")
-    if df.isna().any().any() or len(df) == 0 or (df[[isl, osl]] < 1).any().any() or len(df) > 1_000_000:
-        raise InputError(f"{path}: trace rows must be numbers, lengths >= 1, at most 1,000,000 rows")
+    for col, ok in ((send, lambda v: np.isfinite(v) & (v >= 0) & (v <= 1e9)),
+                    (isl, lambda v: (v >= 1) & (v <= LENGTH_MAX_TOKENS) & (v == np.floor(v))),
+                    (osl, lambda v: (v >= 1) & (v <= LENGTH_MAX_TOKENS) & (v == np.floor(v)))):
+        bad = ~ok(df[col].to_numpy(dtype=float))  # NaN (not a number) fails every test
+        if bad.any():
+            row = int(np.flatnonzero(bad)[0])
+            want = ("seconds from 0 to 1e9" if col == send else f"a whole number of tokens from 1 to {LENGTH_MAX_TOKENS:,}")
+            raise InputError(f"{path}: row {df.index[row] + 2}: {col}: expected {want}, got {df[col].iloc[row].item()!r}")
     df = df.sort_values(send)
     return {"trace_send_s": tuple(float(x) for x in df[send]), "trace_isl": tuple(int(x) for x in df[isl]),
             "trace_osl": tuple(int(x) for x in df[osl])}
@@ -411,6 +419,15 @@ def cmd_sweep(a) -> int:
             parse_load(f"{a.load_kind}:{v!r}" if a.load_kind != "sync" else "sync")
         except CapacityError as exc:
             raise InputError(f"argument --load-values: {exc}") from None
+    from capacity.hardware import load_gpu
+    from capacity.model.architecture import load_model
+
+    for flag, ids, load in (("--model", a.model, load_model), ("--gpu", a.gpu, load_gpu)):
+        for one in ids:  # an unknown id or a bad file is an input error, not a row that does not fit
+            try:
+                load(one)
+            except CapacityError as exc:
+                raise InputError(f"argument {flag}: {exc}") from None
     rows = math.prod(map(len, (a.model, a.gpu, a.precision, a.tp, a.isl, a.osl, a.load_values)))
     if rows > SWEEP_MAX_ROWS:
         raise InputError(f"the grid has {rows:,} rows; at most {SWEEP_MAX_ROWS:,} per sweep: split it")
@@ -494,7 +511,7 @@ def build_parser() -> argparse.ArgumentParser:
                                           "steady state vs the benchmark as run; --trace replays recorded arrivals")
     _scenario_args(sim)
     sim.add_argument("--trace", help="CSV of send_s, input_tokens, output_tokens (a validate requests.csv works)")
-    sim.add_argument("--out", help="per-request results as CSV")
+    sim.add_argument("--out", type=output_file, help="per-request results as CSV")
     sim.add_argument("--json", action="store_true")
     sim.set_defaults(func=cmd_simulate)
     g = sub.add_parser("gpus", help="list the GPU catalog")
@@ -520,7 +537,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--expert-parallel", action="store_true", help="split MoE experts across the TP GPUs")
     s.add_argument("--calibration", help="calibration JSON (default: the shipped one for engine/GPU/precision)")
     _limit_args(s)
-    s.add_argument("--out", default="sweep.csv", help=".csv or .parquet")
+    s.add_argument("--out", default="sweep.csv", type=output_file, help=".csv or .parquet")
     s.set_defaults(func=cmd_sweep)
     z = sub.add_parser("size", help="GPUs needed for a target request rate under TTFT and ITL objectives")
     _scenario_args(z, with_load=False)

@@ -9,6 +9,7 @@ from typing import Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from capacity.argtypes import LENGTH_MAX_TOKENS
 from capacity.model.architecture import load_model
 from capacity.calibration import IDEAL, Calibration, find_calibration, parse_calibration_file
 from capacity.card import AccuracyCard, accuracy_card, api_server_text, eager_moe_prompt, host_bound_decode, sittings_text
@@ -21,7 +22,7 @@ from capacity.plan import Plan, make_plan
 from capacity.model.power import mean_power_w, request_busy_s, shipped_power
 from capacity.model.steptime import host_token_s, step_parts
 from capacity.loads import shape
-from capacity.loads.draws import GAMMA_SHAPE_MAX, SEED_MAX, span_rel_sd
+from capacity.loads.draws import GAMMA_SHAPE_MAX, GAMMA_SHAPE_MIN, SEED_MAX, span_rel_sd
 from capacity.loadmodel.workload import (Extras, LoadContext, LoadResult, Slots, spec_tokens_per_step, speculation,
                                         waits_for_read)
 from capacity.cost import energy_fields, usd_per_million_tokens
@@ -75,7 +76,7 @@ class Scenario(BaseModel):
                                                                "length spreads), or auto: the closed forms unless the "
                                                                "load has what they cannot express")
     arrivals: Literal["constant", "poisson", "gamma"] = Field("constant", description="rate loads: gaps between arrivals")
-    gamma_shape: float = Field(1.0, gt=0, le=GAMMA_SHAPE_MAX, description="gamma arrivals: shape (1 = Poisson, < 1 burstier)")
+    gamma_shape: float = Field(1.0, ge=GAMMA_SHAPE_MIN, le=GAMMA_SHAPE_MAX, description="gamma arrivals: shape (1 = Poisson, < 1 burstier)")
     length_dist: Literal["fixed", "uniform", "normal"] = Field("fixed", description="spread of input and output lengths "
                                                                 "around isl/osl (as validate --length-dist)")
     length_ratio: float = Field(0.0, ge=0, lt=10, description="uniform: ±ratio × mean; normal: σ = ratio × mean")
@@ -181,8 +182,18 @@ def _check_lengths(s: Scenario) -> None:
     for name, v in (("isl", s.isl), ("osl", s.osl)):
         if v < 1:
             raise WorkloadError(f"{name} must be at least 1 token (got {v})")
-        if v > 10_000_000:
-            raise WorkloadError(f"{name} of {v:,} tokens is absurd (max 10,000,000)")
+        if v > LENGTH_MAX_TOKENS:
+            raise WorkloadError(f"{name} of {v:,} tokens is absurd (max {LENGTH_MAX_TOKENS:,})")
+
+
+def _check_context(s: Scenario, model) -> None:
+    """A request longer than the engine's max_model_len (--max-model-len, else the model's max_position_embeddings,
+    vLLM's default) is refused by the engine: pricing it would answer for a server that cannot exist."""
+    limit, what = ((s.max_model_len, "max_model_len") if s.max_model_len
+                   else (model.max_position_embeddings, f"{s.model}'s context (max_position_embeddings)"))
+    if limit and s.isl + s.osl > limit:
+        raise WorkloadError(f"isl + osl = {s.isl + s.osl:,} tokens exceed {what} of {limit:,} tokens: the engine "
+                            "refuses such requests")
 
 
 def plan_for(s: Scenario) -> Plan:
@@ -203,6 +214,7 @@ def plan_for(s: Scenario) -> Plan:
                              spec_draft_tokens=s.spec_draft_tokens if speculating(s) else None,
                              spec_draft_model=s.spec_draft_model if speculating(s) else None)
     model = load_model(s.model)
+    _check_context(s, model)
     draft = load_model(s.spec_draft_model) if s.spec_draft_model and s.spec_draft_tokens else None
     if draft is not None and draft.vocab_size != model.vocab_size:  # the target verifies the draft's token ids
         raise WorkloadError(f"spec_draft_model {s.spec_draft_model}: its vocabulary ({draft.vocab_size:,} tokens) is "

@@ -9,6 +9,7 @@ import math
 import numpy as np
 import pandas as pd
 
+from capacity.argtypes import LENGTH_MAX_TOKENS
 from capacity.errors import CapacityError, WorkloadError
 from capacity.estimate import Scenario, calibration_for, plan_for, run_load
 from capacity.model.formulas import compiled
@@ -33,7 +34,7 @@ def sweep_grid(models: list[str], gpus: list[str], precisions: list[str], isls: 
 
 def _check_grid(isls, osls, load_values, tps) -> None:
     """Lengths, TP sizes and load values a grid may hold (the CLI names the flag; this guards other callers)."""
-    for name, values, lo, hi in (("isls", isls, 1, 10_000_000), ("osls", osls, 1, 10_000_000), ("tps", tps, 1, 1024)):
+    for name, values, lo, hi in (("isls", isls, 1, LENGTH_MAX_TOKENS), ("osls", osls, 1, LENGTH_MAX_TOKENS), ("tps", tps, 1, 1024)):
         if any(isinstance(v, bool) or not isinstance(v, (int, np.integer)) or not lo <= v <= hi for v in values):
             raise WorkloadError(f"{name}: expected whole numbers from {lo} to {hi:,}, got {list(values)[:10]!r}")
     if any(not (math.isfinite(v) and v > 0) for v in load_values):

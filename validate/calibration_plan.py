@@ -95,7 +95,13 @@ def load_measured_plan(path: Path | str = PLAN_PATH) -> MeasuredPlan:
         e = exc.errors()[0]
         raise ValidateError(f"{path}: {'.'.join(map(str, e['loc']))}: {e['msg']}") from None
     names = [f.name for f in plan.fit]
+    for i, shape in enumerate(plan.holdout_shapes):
+        isl, _, osl = shape.partition("x")
+        if not (isl.isdigit() and osl.isdigit() and int(isl) > 0 and int(osl) > 0):
+            raise ValidateError(f"{path}: holdout_shapes.{i}: {shape!r} is not a shape ISLxOSL (e.g. 512x512)")
     for i, f in enumerate(plan.fit):
+        if f.name in names[:i]:
+            raise ValidateError(f"{path}: fit.{i}.name: {f.name!r} names an earlier fit too")
         if f.start is not None and f.start not in names[:i]:
             raise ValidateError(f"{path}: fit.{i}.start: {f.start!r} is not an earlier fit of the plan")
         unknown = sorted(set(f.free or ()) - set(BOUNDS))
@@ -110,7 +116,7 @@ def load_measured_plan(path: Path | str = PLAN_PATH) -> MeasuredPlan:
 
 
 def data_dir(plan_path: Path | str, fit: MeasuredFit | MeasuredConstant) -> Path:
-    return Path(plan_path).resolve().parent / fit.data
+    return (Path(plan_path).resolve().parent / fit.data).resolve()  # a symlinked data folder compares as its target
 
 
 def fitted_run(plan_path: Path | str, fit: MeasuredFit | MeasuredConstant, run_dir: str | Path) -> bool:

@@ -16,8 +16,8 @@ from typing import NoReturn
 
 from pydantic import ValidationError
 
-from capacity.argtypes import float_in, int_in
-from capacity.loads.draws import GAMMA_SHAPE_MAX, SEED_MAX
+from capacity.argtypes import LENGTH_MAX_TOKENS, float_in, int_in, output_folder
+from capacity.loads.draws import GAMMA_SHAPE_MAX, GAMMA_SHAPE_MIN, SEED_MAX
 from validate import commands, export, report
 from validate.engines import ENGINES
 from validate.errors import UsageError, ValidateError, one_line
@@ -35,25 +35,41 @@ _positive_seconds = float_in(0, MAX_TIMEOUT_S, lo_open=True, what="seconds")
 _fraction = float_in(0, 1, hi_open=True, what="a fraction")
 
 
+REQUESTS_MAX = 10_000_000  # requests (measured, warm-up, in flight) of one load point
+DURATION_MAX_S = 7 * 86_400.0  # a week: longer is a typo, not a benchmark
+SWEEP_RATES_MAX = 100  # rate points between sync and burst
+
+
+def _length_dist(text: str) -> str:
+    """--length-dist, checked (a length file read) while the command line is parsed, before any server is asked."""
+    from validate.workload import parse_length_dist
+
+    try:
+        parse_length_dist(text)
+    except UsageError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
+    return text
+
+
 def _add_load_options(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("workload and load")
-    g.add_argument("--isl", type=int, required=True, help="input tokens per request (mean)")
-    g.add_argument("--osl", type=int, required=True, help="output tokens per request (mean), exact via ignore_eos")
+    g.add_argument("--isl", type=int_in(1, LENGTH_MAX_TOKENS), required=True, help="input tokens per request (mean)")
+    g.add_argument("--osl", type=int_in(1, LENGTH_MAX_TOKENS), required=True, help="output tokens per request (mean), exact via ignore_eos")
     g.add_argument("--profile", default="sweep",
                    help="sweep | sync | burst:N | concurrency:C[,C...] | rate:R[,R...] (default sweep)")
-    g.add_argument("--num-requests", type=int,
+    g.add_argument("--num-requests", type=int_in(1, REQUESTS_MAX),
                    help="measured requests per load point (default 100, or no limit with --duration-s)")
-    g.add_argument("--duration-s", type=float, help="seconds of arrivals per load point (with --num-requests: "
+    g.add_argument("--duration-s", type=float_in(0, DURATION_MAX_S, lo_open=True, what="seconds"), help="seconds of arrivals per load point (with --num-requests: "
                    "whichever ends first)")
-    g.add_argument("--warmup", type=int, default=2, help="warm-up requests before each point, not measured")
-    g.add_argument("--burst-size", type=int, help="requests of the sweep's burst point (default --num-requests)")
-    g.add_argument("--sweep-rates", type=int, default=5, help="rates between sync and burst in a sweep")
+    g.add_argument("--warmup", type=int_in(0, REQUESTS_MAX), default=2, help="warm-up requests before each point, not measured")
+    g.add_argument("--burst-size", type=int_in(1, REQUESTS_MAX), help="requests of the sweep's burst point (default --num-requests)")
+    g.add_argument("--sweep-rates", type=int_in(1, SWEEP_RATES_MAX), default=5, help="rates between sync and burst in a sweep")
     g.add_argument("--arrivals", choices=["constant", "poisson", "gamma"], default="constant",
                    help="gaps between a rate point's arrivals (the step simulator draws the same ones for --seed)")
-    g.add_argument("--gamma-shape", type=float_in(0, GAMMA_SHAPE_MAX, lo_open=True),
+    g.add_argument("--gamma-shape", type=float_in(GAMMA_SHAPE_MIN, GAMMA_SHAPE_MAX),
                    help="with --arrivals gamma: the gaps' shape (default 1 = Poisson, < 1 burstier)")
-    g.add_argument("--max-concurrency", type=int, help="cap on requests in flight at rate points")
-    g.add_argument("--length-dist", default="fixed", help="fixed | uniform:R | normal:R | file:PATH")
+    g.add_argument("--max-concurrency", type=int_in(1, REQUESTS_MAX), help="cap on requests in flight at rate points")
+    g.add_argument("--length-dist", default="fixed", type=_length_dist, help="fixed | uniform:R | normal:R | file:PATH")
     g.add_argument("--shared-prefix", type=_fraction, default=0.0, metavar="F",
                    help="share of each prompt that is one prefix common to the run's requests, so a prefix cache "
                         "can hit it (default 0: every prompt unique from its first token)")
@@ -62,7 +78,7 @@ def _add_load_options(p: argparse.ArgumentParser) -> None:
                    help="timeout of one request, start to end of its stream (default: from the load: 60 s + the "
                         "requests in flight x the longest request's tokens / 1,000 tokens/s)")
     g.add_argument("--gpu", help="GPU id of the hardware catalog, recorded for compare (e.g. h200-sxm)")
-    g.add_argument("--out", required=True, help="results folder (rerun with the same folder to resume)")
+    g.add_argument("--out", required=True, type=output_folder, help="results folder (rerun with the same folder to resume)")
 
 
 def build_parser() -> Parser:
@@ -85,8 +101,8 @@ def build_parser() -> Parser:
     e.add_argument("--engine-arg", action="append", default=[],
                    help="extra engine flag(s), repeatable; write --engine-arg=--enforce-eager")
     e.add_argument("--engine-python", help="interpreter (or trtllm-serve executable) that runs the engine")
-    e.add_argument("--port", type=int, help="default: a free port")
-    e.add_argument("--startup-timeout-s", type=float, default=900.0)
+    e.add_argument("--port", type=int_in(1, 65_535), help="default: a free port")
+    e.add_argument("--startup-timeout-s", type=float_in(0, DURATION_MAX_S, lo_open=True, what="seconds"), default=900.0)
     _add_load_options(run)
     run.set_defaults(func=commands.run)
 
@@ -129,6 +145,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"UsageError: {one_line(err, with_input=False)}", file=sys.stderr)
     except ValidateError as err:
         print(f"{type(err).__name__}: {one_line(err)}", file=sys.stderr)
+    except OSError as err:  # a file or folder the user named could not be read or written
+        if err.filename is None:
+            raise
+        print(f"{type(err).__name__}: {err.filename}: {err.strerror}", file=sys.stderr)
     except Exception as err:
         # compare/calibrate load the capacity model; its bad-input errors are one line too. The run and
         # sweep paths never import it (they run where only numpy/pydantic/httpx exist).

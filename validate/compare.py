@@ -194,12 +194,34 @@ def read_requests(run_dir: Path) -> pd.DataFrame | None:
     (its mean ITL per request taken from the gaps); None when the folder holds neither."""
     csv, jsonl = run_dir / "requests.csv", run_dir / "requests.jsonl"
     if csv.exists():
-        return pd.read_csv(csv)
+        return _requests_csv(csv)
     if not jsonl.exists():
         return None
     df = pd.DataFrame([r.model_dump() for r in ResultsDir(run_dir).requests()])
     if len(df):
         df["mean_itl_s"] = [float(np.mean(g)) if g else np.nan for g in df["itls_s"]]
+    return df
+
+
+REQUEST_COLUMNS = ("load", "start_s", "mean_itl_s", "error")  # what the readers of a requests.csv take from it
+
+
+def _requests_csv(path: Path) -> pd.DataFrame:
+    """A campaign's requests.csv, checked: unreadable, a missing column or a non-number is a one-line ResultsError."""
+    try:
+        df = pd.read_csv(path)
+    except (pd.errors.EmptyDataError, pd.errors.ParserError, UnicodeDecodeError, OSError) as exc:
+        raise ResultsError(f"{path}: cannot read the requests: {one_line(exc)}") from None
+    missing = [c for c in REQUEST_COLUMNS if c not in df.columns]
+    if missing:
+        raise ResultsError(f"{path}: missing columns {', '.join(missing)}")
+    for col in ("start_s", "mean_itl_s"):
+        values = pd.to_numeric(df[col], errors="coerce")
+        bad = df[col].notna() & (values.isna() | ~np.isfinite(values))
+        if bad.any():
+            raise ResultsError(f"{path}: row {int(np.flatnonzero(bad.to_numpy())[0]) + 2}: {col}: expected a finite number")
+        df[col] = values
+    df["load"] = df["load"].astype(str)
     return df
 
 
@@ -217,10 +239,12 @@ STEADY_MIN_REQUESTS = 40
 
 
 def is_open_loop(load: str) -> bool:
+    """Is this point's label an open-arrival load? A label no load shape reads (an imported run's) is not."""
     try:
-        return load_of(load).shape.regime == "open arrivals"
+        shape = load_of(load)
     except (ValueError, CapacityError):
         return False
+    return shape is not None and shape.shape.regime == "open arrivals"
 
 
 def steadiness_flags(run_dir: Path, load: str, requests: pd.DataFrame | None = None) -> list[str]:

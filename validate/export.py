@@ -26,6 +26,7 @@ from capacity.load import load_of
 from validate.errors import ResultsError, UsageError
 from validate.importers.benchmark_report import EXPORT_TOOL
 from validate.results import PointResult, ResultsDir, RunMetadata
+from capacity.argtypes import output_file
 
 REPORT_VERSION = "0.2.1"
 STATS = (("mean", "mean"), ("median", "p50"), ("p90", "p90"), ("p99", "p99"))
@@ -333,7 +334,7 @@ def add_parser(sub: Any) -> None:
     e = sub.add_parser("export", help="write results as llm-d Benchmark Reports, CSV or parquet")
     e.add_argument("dirs", nargs="+", help="results folders (validate --out)")
     e.add_argument("--format", choices=["benchmark-report", "csv", "parquet"], required=True)
-    e.add_argument("--out", required=True, help="file to write (benchmark-report: one per point, FILE_0, FILE_1, "
+    e.add_argument("--out", required=True, type=output_file, help="file to write (benchmark-report: one per point, FILE_0, FILE_1, "
                                                 "... when there are several)")
     e.set_defaults(func=export_command)
 

@@ -33,7 +33,7 @@ from validate.client import Client
 from validate.errors import UsageError, ValidateError
 from validate.loads import sender
 from validate.results import PointResult, RequestRecord
-from capacity.loads.draws import GAMMA_SHAPE_MAX, SEED_MAX
+from capacity.loads.draws import GAMMA_SHAPE_MAX, GAMMA_SHAPE_MIN, SEED_MAX
 from validate.workload import PromptMaker
 
 LoadPoint = Load  # one load grammar: capacity/load.py (kind, value, label, parse)
@@ -48,7 +48,7 @@ class LoadOptions(BaseModel):
     burst_size: int | None = Field(default=None, gt=0, description="the sweep's burst (default num_requests)")
     sweep_rates: int = Field(default=5, ge=0)
     arrivals: Literal["constant", "poisson", "gamma"] = "constant"
-    gamma_shape: float = Field(default=1.0, gt=0, le=GAMMA_SHAPE_MAX,
+    gamma_shape: float = Field(default=1.0, ge=GAMMA_SHAPE_MIN, le=GAMMA_SHAPE_MAX,
                                description="gamma arrivals: shape (1 = Poisson, < 1 burstier)")
     seed: int = Field(default=0, ge=0, le=SEED_MAX)
     max_concurrency: int | None = Field(default=None, gt=0, description="cap on in-flight requests (rate)")

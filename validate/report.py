@@ -14,7 +14,7 @@ import json
 import sys
 from pathlib import Path
 
-from capacity.argtypes import float_in
+from capacity.argtypes import float_in, output_file, output_folder
 from validate.errors import UsageError
 
 PRECISIONS = ("bf16", "fp8", "nvfp4", "mxfp4", "int4", "any")
@@ -152,19 +152,19 @@ _price = float_in(0, 1e6, lo_open=True, hi_open=True, what="US dollars per GPU-h
 def add_parsers(sub) -> None:
     c = sub.add_parser("compare", help="the capacity model's prediction for every measured point")
     c.add_argument("dirs", nargs="+", help="results folders (validate --out)")
-    c.add_argument("--report", help="write PATH (markdown), PATH.html (charts) and PATH.csv")
+    c.add_argument("--report", type=output_file, help="write PATH (markdown), PATH.html (charts) and PATH.csv")
     c.add_argument("--calibration", help="calibration file for the 'calibrated' mode (default: the shipped one)")
     c.add_argument("--price-usd-per-gpu-hour", type=_price, help="for measured cost (default: the GPU spec's price)")
     c.set_defaults(func=compare_command)
     k = sub.add_parser("calibrate", help="fit efficiency factors to measured points, report held-out error")
     k.add_argument("dirs", nargs="*")
-    k.add_argument("--out", help="calibration JSON to write")
+    k.add_argument("--out", type=output_file, help="calibration JSON to write")
     k.add_argument("--engine", default="vllm")
     k.add_argument("--gpu", help="GPU id the points were measured on")
     k.add_argument("--plan", help="fit the committed measurements as this plan declares "
                                   "(data/measurements/h200/calibration-plan.toml)")
     k.add_argument("--public-plan", help="fit the public corpus as this plan declares (data/public/calibration-plan.toml)")
-    k.add_argument("--out-dir", help="--plan, --public-plan: where the calibrations go (default: capacity/calibrations)")
+    k.add_argument("--out-dir", type=output_folder, help="--plan, --public-plan: where the calibrations go (default: capacity/calibrations)")
     k.add_argument("--precision", default="bf16")
     k.add_argument("--holdout", help="comma-separated shapes to hold out, e.g. 512x512,2048x256 (default: every third)")
     k.set_defaults(func=calibrate_command)

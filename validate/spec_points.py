@@ -23,7 +23,7 @@ from pydantic import BaseModel, ConfigDict
 
 from capacity.errors import WorkloadError
 from capacity.load import Load, parse_load
-from capacity.loads.draws import GAMMA_SHAPE_MAX
+from capacity.loads.draws import GAMMA_SHAPE_MAX, GAMMA_SHAPE_MIN
 from validate.errors import UsageError
 
 PointKind = Literal["sync", "concurrency", "burst", "warmburst", "warmprate", "prate", "crate", "grate", "rates",
@@ -79,8 +79,8 @@ def parse_point(text: str) -> SpecPoint:
     n = fields.get("num_requests")
     if (n is not None and n < 1) or any(fields.get(k) is not None and fields[k] < 1 for k in ("count", "passes")):
         raise UsageError(f"spec point {text!r}: counts must be at least 1")
-    if not 0 < fields.get("shape", 1.0) <= GAMMA_SHAPE_MAX:
-        raise UsageError(f"spec point {text!r}: the gamma shape must be above 0 and at most {GAMMA_SHAPE_MAX:g}")
+    if not GAMMA_SHAPE_MIN <= fields.get("shape", 1.0) <= GAMMA_SHAPE_MAX:
+        raise UsageError(f"spec point {text!r}: the gamma shape must be from {GAMMA_SHAPE_MIN:g} to {GAMMA_SHAPE_MAX:g}")
     return SpecPoint(text=text, kind=kind, load=load, num_requests=n,
                      arrivals="poisson" if kind in ("prate", "warmprate") else "gamma" if kind == "grate" else "constant",
                      gamma_shape=fields.get("shape", 1.0),

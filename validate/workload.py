@@ -19,9 +19,10 @@ from typing import Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
+from capacity.argtypes import LENGTH_MAX_TOKENS
 from capacity.loads.draws import (BODIES_STREAM, SHARED_PREFIX_STREAM, WARMUP_LENGTHS_STREAM, lengths_rng,
                                   spread_lengths, stream_rng)
-from validate.errors import UsageError
+from validate.errors import UsageError, one_line
 
 PREFIX_TOKENS = 3
 # Used when the server's vocabulary is unknown (attach mode without --model-config): ids that exist in
@@ -51,6 +52,7 @@ def parse_length_dist(text: str) -> LengthDist:
     if kind == "file" and arg:
         if not Path(arg).is_file():
             raise UsageError(f"length file {arg} does not exist")
+        read_length_pairs(arg)  # read now: a bad file is refused before any server is asked
         return LengthDist(kind="file", path=arg)
     if kind in ("uniform", "normal"):
         try:
@@ -66,7 +68,11 @@ def parse_length_dist(text: str) -> LengthDist:
 def read_length_pairs(path: str) -> list[tuple[int, int]]:
     """Lines of 'input output' or 'input,output'; '#' starts a comment; a header line is skipped."""
     pairs = []
-    for number, line in enumerate(Path(path).read_text().splitlines(), 1):
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UsageError(f"{path}: cannot read the length pairs: {one_line(exc)}") from None
+    for number, line in enumerate(text.splitlines(), 1):
         fields = line.split("#")[0].replace(",", " ").split()
         if not fields:
             continue
@@ -76,8 +82,8 @@ def read_length_pairs(path: str) -> list[tuple[int, int]]:
             if number == 1:
                 continue
             raise UsageError(f"{path}:{number}: expected two integers (input, output)") from None
-        if isl < 1 or osl < 1:
-            raise UsageError(f"{path}:{number}: lengths must be >= 1")
+        if not (1 <= isl <= LENGTH_MAX_TOKENS and 1 <= osl <= LENGTH_MAX_TOKENS):
+            raise UsageError(f"{path}:{number}: lengths must be from 1 to {LENGTH_MAX_TOKENS:,} tokens")
         pairs.append((isl, osl))
     if not pairs:
         raise UsageError(f"{path} holds no (input, output) length pairs")

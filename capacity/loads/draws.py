@@ -17,6 +17,7 @@ import math
 import numpy as np
 
 GAMMA_SHAPE_MAX = 100.0  # gamma gaps of shape above this are constant gaps in all but name
+GAMMA_SHAPE_MIN = 0.01  # below it nearly every gap is 0 and a run arrives as one burst (its sample says nothing)
 SEED_MAX = 2**32 - 1  # larger seeds would alias the numbered streams below (default_rng(S + k·2**32) = [S, k])
 DRAFTS_STREAM = 1  # default_rng([seed, 1]): the simulator's accepted drafts per step (speculative decoding)
 LENGTHS_STREAM = 2  # default_rng([seed, 2]): the measured requests' lengths

@@ -15,6 +15,7 @@ from rich.table import Table
 from validate.errors import UsageError
 from validate.fleet.jobs import Job, expand, load_options
 from validate.fleet.plan import FleetPlan, load_plan
+from capacity.argtypes import output_folder
 
 
 def _at_least(minimum: int):
@@ -32,7 +33,7 @@ def _at_least(minimum: int):
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("fleet", help="run a plan of many engine configurations at once on a Ray cluster")
     p.add_argument("plan", help="plan file (.toml, .yaml): axes, exclusions, load (docs/fleet.md)")
-    p.add_argument("--out", help="fleet folder: fleet.jsonl, jobs/<id>/ as `validate run` writes them, logs/ "
+    p.add_argument("--out", type=output_folder, help="fleet folder: fleet.jsonl, jobs/<id>/ as `validate run` writes them, logs/ "
                                  "(rerun with the same folder to resume)")
     p.add_argument("--address", help="Ray cluster: auto (the one this machine belongs to) or ray://HOST:10001; "
                                      "default: start a local Ray")

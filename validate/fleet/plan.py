@@ -6,13 +6,15 @@ Bad input is one PlanError ``FILE: field: what was expected``.
 
 from __future__ import annotations
 
+import math
+
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 import capacity.engines as capacity_engines
-from capacity.loads.draws import GAMMA_SHAPE_MAX, SEED_MAX
+from capacity.loads.draws import GAMMA_SHAPE_MAX, GAMMA_SHAPE_MIN, SEED_MAX
 from validate.errors import UsageError, one_line
 from validate.profiles import parse_profile
 
@@ -50,11 +52,11 @@ class Axes(Strict):
     gpu: list[str | None] = Field(default=[None], min_length=1, description="hardware catalog id (h200-sxm, ...)")
     precision: list[str] = Field(default=["auto"], min_length=1)
     kv_precision: list[str] = Field(default=["auto"], min_length=1)
-    tp: list[int] = Field(default=[1], min_length=1)
+    tp: list[Annotated[int, Field(ge=1, le=1024)]] = Field(default=[1], min_length=1)
     expert_parallel: list[bool] = Field(default=[False], min_length=1)
-    max_num_seqs: list[int | None] = Field(default=[None], min_length=1)
-    max_model_len: list[int | None] = Field(default=[None], min_length=1)
-    gpu_memory_utilization: list[float | None] = Field(default=[None], min_length=1)
+    max_num_seqs: list[Annotated[int, Field(ge=1, le=10_000_000)] | None] = Field(default=[None], min_length=1)
+    max_model_len: list[Annotated[int, Field(ge=1, le=100_000_000)] | None] = Field(default=[None], min_length=1)
+    gpu_memory_utilization: list[Annotated[float, Field(gt=0, le=1)] | None] = Field(default=[None], min_length=1)
     engine_args: list[list[str]] = Field(default=[[]], min_length=1, description="extra engine flags, per value")
     engine_python: list[str | None] = Field(default=[None], min_length=1)
     shape: list[Shape] = Field(min_length=1)
@@ -104,7 +106,7 @@ class Load(Strict):
     burst_size: int | None = Field(default=None, gt=0)
     sweep_rates: int = Field(default=5, ge=0)
     arrivals: Literal["constant", "poisson", "gamma"] = "constant"
-    gamma_shape: float | None = Field(default=None, gt=0, le=GAMMA_SHAPE_MAX, description="with arrivals gamma")
+    gamma_shape: float | None = Field(default=None, ge=GAMMA_SHAPE_MIN, le=GAMMA_SHAPE_MAX, description="with arrivals gamma")
     max_concurrency: int | None = Field(default=None, gt=0)
     seed: int = Field(default=0, ge=0, le=SEED_MAX)
     request_timeout_s: float | None = Field(default=None, gt=0)
@@ -123,6 +125,9 @@ class Load(Strict):
         except UsageError as err:
             raise ValueError(str(err).removeprefix("--profile ")) from None
         return v
+
+
+JOBS_MAX = 10_000  # configurations of one plan: each is an engine start of minutes
 
 
 class FleetPlan(Strict):
@@ -145,6 +150,10 @@ class FleetPlan(Strict):
                 raise ValueError(f"exclude[{i}] is empty (it would drop every configuration)")
             if bad := [k for k in entry if k not in AXES]:
                 raise ValueError(f"exclude[{i}].{bad[0]}: not an axis (axes: {', '.join(AXES)})")
+        product = math.prod(len(getattr(self.axes, a)) for a in AXES)
+        if product > JOBS_MAX:
+            raise ValueError(f"axes: {product:,} configurations before exclusions (at most {JOBS_MAX:,}: one engine "
+                             "start each)")
         return self
 
 
@@ -152,8 +161,8 @@ def load_plan(path: str | Path) -> FleetPlan:
     """Read and check a .toml, .yaml or .yml plan; PlanError on one line naming the file and the field."""
     path = Path(path)
     try:
-        text = path.read_text()
-    except OSError as err:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as err:
         raise PlanError(f"{path}: cannot read: {one_line(err)}") from None
     try:
         if path.suffix in (".yaml", ".yml"):

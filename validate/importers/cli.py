@@ -21,6 +21,7 @@ from validate.importers import import_files
 from validate.importers.common import ImportedRun
 from validate.progress import summary_table
 from validate.results import ResultsDir
+from capacity.argtypes import output_folder
 
 
 def write_run(run: ImportedRun, out: Path) -> ResultsDir:
@@ -67,7 +68,7 @@ def add_parser(sub: Any) -> None:
     imp = sub.add_parser("import", help="import vllm bench, guidellm, AIPerf, genai-perf, llm-d Benchmark Report "
                                         "or InferenceX files")
     imp.add_argument("files", nargs="+", metavar="FILE")
-    imp.add_argument("--out", required=True)
+    imp.add_argument("--out", required=True, type=output_folder)
     imp.add_argument("--gpu", help="GPU id of the hardware catalog the files were measured on (for compare)")
     imp.add_argument("--model", help="model id of the catalog (for compare), when the file names it otherwise")
     imp.set_defaults(func=import_command)
