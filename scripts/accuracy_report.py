@@ -463,8 +463,11 @@ and Llama-3.1-8B with n-gram speculative decoding, priced at the draft acceptanc
 12's MoE Poisson points after repeated warm passes, Qwen3-8B with a Qwen3-0.6B draft model and Llama-3.1-8B at 128
 clients; sittings 13–14's eager MoE prompt ladders; sitting 15's DeepSeek-V2-Lite FP8, an FP8 KV cache on
 Qwen3-30B-A3B and n-gram drafts at a set acceptance — all predicted before they ran; the model changed after sitting 6's bursts and after sitting 7, see the
-measurement log). One constant is set by hand from held-out points, not fitted: the extra cost of an MLA layer
-(26 µs), from DeepSeek-V2-Lite's three sync points, so those three are no longer a test of it.
+measurement log). Two constants are set outside the fits, from points the plan's `[[constant]]` table names (so
+those points count as fitted and no table scores them): the extra cost of an MLA layer in a graphed step
+({vllm_fit.mla_layer_overhead_s * 1e6:.0f} µs, by hand from DeepSeek-V2-Lite's three sync points of sitting 9) and an MLA
+layer's op-by-op launch ({vllm_fit.eager_mla_layer_overhead_s * 1e3:.2f} ms, a floor under an eager step, `scripts/mla_eager.py` on
+sitting 14b's four eager V2-Lite prompts): one model each, guesses.
 fp8 refits the GEMM efficiencies and the activation quantization per quantized linear (`quant_linear_s`); its weight
 bandwidth, overheads and attention come from the bf16 fit. mxfp4 keeps the fp8 fit and adds one cost per MoE layer
 of weight-only FP4 experts (`fp4_moe_layer_s`), fitted on gpt-oss-20b's three sync points alone (sitting 9; its
