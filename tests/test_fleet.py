@@ -235,7 +235,7 @@ def test_plan_errors_name_file_and_field(tmp_path, capsys):
     plan = tmp_path / "plan.toml"
     plan.write_text('[axes]\nmodel = ["m"]\nshape = [{ isl = 8, osl = 8 }]\ntp = [0]\n')
     assert main(["fleet", str(plan), "--dry-run"]) == 2
-    assert capsys.readouterr().err.strip() == f"PlanError: {plan}: axes.tp: Value error, tensor-parallel sizes are at least 1"
+    assert capsys.readouterr().err.strip() == f"PlanError: {plan}: axes.tp.0: Input should be greater than or equal to 1 (got 0)"
     plan.write_text('[axes]\nmodel = ["m"]\nshape = [{ isl = 8, osl = 8 }]\nmodels = ["x"]\n')
     assert main(["fleet", str(plan), "--dry-run"]) == 2
     assert capsys.readouterr().err.strip() == f"PlanError: {plan}: axes.models: Extra inputs are not permitted"

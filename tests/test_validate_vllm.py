@@ -249,11 +249,16 @@ def test_run_killed_mid_sweep_keeps_points_and_resumes(vllm_python: str, tmp_pat
     args = ["run", *RUN_FLAGS, "--model", model / "config.json", "--isl", 64, "--osl", 16, "--profile", "sweep",
             "--num-requests", 100000, "--duration-s", 4, "--burst-size", 32, "--sweep-rates", 2, "--warmup", 1,
             "--out", out]
+    # The first run's points last 30 s, so the run cannot finish its rates before the kill lands however
+    # slowly this test is scheduled (a busy CPU engine once starved it through two 4 s rate points); the
+    # duration is not part of the resumed workload, so the rerun measures its rates with 4 s.
+    first = [str(a) for a in args]
+    first[first.index("--duration-s") + 1] = "30"
     env = {**os.environ, **cpu_engine_env(), "PYTHONPATH": str(REPO)}
-    proc = subprocess.Popen([vllm_python, "-m", "validate.cli", *map(str, args)], stdout=subprocess.PIPE,
+    proc = subprocess.Popen([vllm_python, "-m", "validate.cli", *first], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, env=env, cwd=REPO)
     try:
-        wait_for(lambda: (out / "points.jsonl").exists() and len(jsonl(out / "points.jsonl")) >= 2, 240,
+        wait_for(lambda: (out / "points.jsonl").exists() and len(jsonl(out / "points.jsonl")) >= 2, 300,
                  "the sync and burst points")
         (engine,) = engine_pids(proc.pid)
         os.killpg(engine, signal.SIGKILL)

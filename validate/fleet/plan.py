@@ -79,13 +79,6 @@ class Axes(Strict):
             raise ValueError(f"unknown engine {bad[0]!r}; choose from {', '.join(names)}")
         return v
 
-    @field_validator("tp")
-    @classmethod
-    def _tp(cls, v: list[int]) -> list[int]:
-        if any(t < 1 for t in v):
-            raise ValueError("tensor-parallel sizes are at least 1")
-        return v
-
 
 def _known(values: list[str], table: dict[str, Any]) -> list[str]:
     if bad := [p for p in values if p not in table]:
