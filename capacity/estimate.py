@@ -495,9 +495,10 @@ def predict(plan: Plan, cal: Calibration, s: Scenario) -> Estimate:
                      f"more replicas would{api_servers_note(profile)}{seen}")
     if launch_bound:
         notes.append(f"decode at {lane:,.0f} running sequences is larger than the engine's largest CUDA graph "
-                     f"({profile.max_cudagraph_tokens:,} tokens): launched op by op, it pays {launch_s * 1e3:.0f} ms of "
-                     f"launches on top of its work (calibration {cal.label}); larger graphs "
-                     "(vLLM --max-cudagraph-capture-size, SGLang --cuda-graph-max-bs) remove that floor")
+                     f"({profile.max_cudagraph_tokens:,} tokens{' per rank' if plan.dp_ranks > 1 else ''}): launched op by op, "
+                     f"it pays {launch_s * 1e3:.0f} ms of launches on top of its work (calibration {cal.label}); larger "
+                     "graphs (vLLM --max-cudagraph-capture-size, SGLang --cuda-graph-max-bs, TensorRT-LLM "
+                     "cuda_graph_config.max_batch_size) remove that floor")
     chunk, graphed_chunk = min(s.isl, profile.max_num_batched_tokens), plan.costs.prefill_graph_limit
     # measured on vLLM only: other engines' op-by-op MoE step was never timed here
     if profile.name == "vllm" and not s.ideal and model.moe is not None and chunk > graphed_chunk:

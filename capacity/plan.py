@@ -188,6 +188,12 @@ def make_plan(m: ModelArch, gpu: Gpu, precision: str, kv_precision: str, profile
                                    profile.max_prefill_graph_tokens, fmt)
     if profile.host_floor_scale != 1.0:
         costs = replace(costs, host_scale=profile.host_floor_scale)
+    if not profile.op_by_op_priced:  # no launch cost priced beyond the graphs: every step as if graphed
+        costs = replace(costs, max_cudagraph_tokens=float("inf"), max_prefill_graph_tokens=None)
+        notes.append(f"{profile.name} runs steps beyond its CUDA graphs (prompts; decode above "
+                     f"{profile.max_cudagraph_tokens:,} sequences{' per rank' if attention_dp else ''}) op by op; that "
+                     "launch cost is not measured for it and is taken as hidden under the GPU step (vLLM's measured "
+                     "op-by-op costs are not applied)")
     lane_mem, lane_seqs = None, profile.lane_running_limit(pp, ranks)
     if attention_dp:  # each GPU reads the whole KV of its 1/tp of the batch: per GPU, 1/tp of a token's whole KV
         costs = replace(costs, kv_bytes_per_token_layer=mem.kv_bytes_per_token_layer / tp, dp_ranks=tp)

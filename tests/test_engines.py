@@ -283,3 +283,23 @@ def test_sglang_runs_mla_prompts_and_rocm_prompts_without_prefill_graphs():
     assert eager == 0 and "AMD" in notes[0]
     # vLLM keeps its one graph limit for every model
     assert plan_for(Scenario(model="deepseek-ai/DeepSeek-V2-Lite", engine="vllm")).costs.prefill_graph_limit > 0
+
+
+def test_tensorrt_llm_graphs_decode_only_and_prices_no_vllm_launches():
+    """TensorRT-LLM graphs decode-only steps up to 128 requests by default; its op-by-op steps are not priced with
+    vLLM's measured eager costs (a DeepSeek-R1 step would be floored at ~130 ms by them)."""
+    from capacity import plan_for
+    from capacity.calibration import find_calibration
+    from capacity.model.steptime import step_parts
+
+    p = capacity_engines.engine_profile("trtllm")
+    assert (p.max_cudagraph_tokens, p.max_prefill_graph_tokens, p.op_by_op_priced) == (128, 0, False)
+    s = Scenario(model="deepseek-ai/DeepSeek-R1", gpu="b200", num_gpus=8, tp=8, expert_parallel=True,
+                 precision="nvfp4", kv_precision="fp8", engine="trtllm", isl=1024, osl=1024)
+    trt = plan_for(s)
+    assert any("taken as hidden under the GPU step" in n for n in trt.notes)
+    eff = find_calibration("vllm", "h200-sxm", "bf16").efficiency
+    for d, pre in ((512, 0.0), (256, 1024.0)):  # decode beyond the graphs, a mixed step
+        assert float(step_parts(trt.costs, eff, d, 1500.0, pre, 512.0).launch_s) == 0.0
+    vllm = plan_for(s.model_copy(update={"engine": "vllm", "max_cudagraph_tokens": 0}))  # the same layers, eager
+    assert float(step_parts(vllm.costs, eff, 512, 1500.0, 0.0, 0.0).launch_s) > 0.05

@@ -77,6 +77,9 @@ class EngineProfile(BaseModel):
     exposed_step_host_s: float = Field(0.0, ge=0, le=1, description="the CPU's work per step (schedule, prepare inputs, "
                                                                     "process outputs) paid when async scheduling is off")
 
+    op_by_op_priced: bool = Field(True, description="a step beyond the CUDA graphs pays the calibration's op-by-op "
+                                  "launch costs (vLLM 0.26's, measured here: eager_*_overhead_s); False: the engine's "
+                                  "own op-by-op cost is unmeasured and taken as hidden under the GPU step")
     prefill_graphs_skip_mla: bool = Field(False, description="the engine's prefill graphs are off for MLA models "
                                           "(SGLang 0.5.17's breakable backend): their prompts run op by op")
     prefill_graphs_nvidia_only: bool = Field(False, description="the engine's prefill graphs are off on other GPUs "

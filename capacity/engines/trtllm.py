@@ -15,8 +15,14 @@
   guide), so prefill mixes with decode; chunked prefill
   (enable_chunked_prefill) is off by default, i.e. a whole prompt enters one step. The model's budget per step
   is max_num_tokens either way.
-- KV blocks: tokens_per_block 32 (KvCacheConfig). CUDA graphs (cuda_graph_config) are captured up to
-  max_batch_size when enabled; taken here as off by default (eager), which the options file can change.
+- KV blocks: tokens_per_block 32 (KvCacheConfig).
+- CUDA graphs: on by default for steps of decoding requests only, up to 128 of them per executor (TorchLlmArgs:
+  `cuda_graph_config` has `default_factory=CudaGraphConfig`, and a config without batch sizes takes
+  max_batch_size 128; the field's doc: "enabled for batches that consist of decoding requests *only*"; read in
+  tensorrt_llm/llmapi/llm_args.py of the 1.x releases, 2026-12-05). A step that carries a prompt runs op by op
+  (no prefill graphs: max_prefill_graph_tokens 0). Releases up to 0.20 had `use_cuda_graph` False by default;
+  the published rows mapped in validate/public/scenario.py set their own graphs. Those op-by-op steps are not
+  priced with vLLM's measured eager costs (`op_by_op_priced` False): TensorRT-LLM's own are not measured here.
 """
 
 from __future__ import annotations
@@ -43,7 +49,12 @@ PROFILE = EngineProfile(
     activation_bytes_per_token=0.0,
     sampler_copies=0.0,
     moe_activation_factor=0.0,
-    max_cudagraph_tokens=0,
+    max_cudagraph_tokens=128,
+    max_prefill_graph_tokens=0,
+    # its op-by-op steps launch TensorRT-LLM's fused ops (attention with RoPE and KV append in one op, the CUTLASS
+    # MoE with its routing) under the overlap scheduler, not vLLM's eager layers, whose measured costs (0.9 ms per
+    # dense layer, 2 ms more per MLA layer) would floor a DeepSeek-R1 step at ~130 ms: unmeasured, taken as hidden
+    op_by_op_priced=False,
     in_flight_batches=1,
     mixed_prefill=True,
     # under pipeline parallelism max_batch_size bounds each micro-batch: trtllm-bench divides its batch by PP

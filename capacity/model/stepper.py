@@ -94,8 +94,9 @@ class Stepper:
             host_per_sequence_s=0.0 if ideal or c.serial_host else host,
             launch_floor_s=0.0 if ideal else eager_floor_s(c, eff),
             launch_added_s=0.0 if ideal else eager_added_s(c, eff),
-            max_graph_tokens=c.max_cudagraph_tokens,
-            max_prefill_graph_tokens=c.prefill_graph_limit,
+            # each attention-DP rank replays its own graph over its share of the batch (steptime.graph_limit)
+            max_graph_tokens=c.max_cudagraph_tokens * c.dp_ranks,
+            max_prefill_graph_tokens=c.prefill_graph_limit * c.dp_ranks,
         )
 
     def decode_keys(self, context: float) -> float:

@@ -204,10 +204,12 @@ def pipeline_hops_s(c: StepCosts, eff: Efficiency, tokens):
 
 def graph_limit(c: StepCosts, prefill_tokens: np.ndarray | float) -> np.ndarray | float:
     """The most tokens a step runs graphed: the prefill graphs' limit where it carries a prompt chunk (when the
-    engine has its own, SGLang), else the one graph limit (vLLM: every step)."""
+    engine has its own, SGLang; TensorRT-LLM: none), else the one graph limit (vLLM: every step). Under attention
+    data parallel each of the dp_ranks executors replays its own graph over its share of the batch, so the limit
+    is per rank: the whole step's limit is dp_ranks times it."""
     if c.max_prefill_graph_tokens is None:  # one limit for every step: no per-step choice to make
-        return c.max_cudagraph_tokens
-    return np.where(np.asarray(prefill_tokens) > 0, c.prefill_graph_limit, c.max_cudagraph_tokens)
+        return c.max_cudagraph_tokens * c.dp_ranks
+    return np.where(np.asarray(prefill_tokens) > 0, c.prefill_graph_limit, c.max_cudagraph_tokens) * c.dp_ranks
 
 
 @dataclass(frozen=True)
