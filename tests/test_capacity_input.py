@@ -123,6 +123,22 @@ def test_impossible_values_are_refused_not_computed():
         parse_config({**LLAMA, "layer_types": ["sliding_attention"] * 32})
 
 
+def test_a_dense_model_without_its_mlp_width_is_refused_not_a_tiny_model(tmp_path):
+    """A config.json without intermediate_size used to price a model with no MLP (a third of Llama-8B's weights)."""
+    path = write_config(tmp_path, {k: v for k, v in LLAMA.items() if k != "intermediate_size"})
+    rc, _, err = cli("estimate", "--model", path)
+    assert rc == 2 and one_error_line(err).startswith(f"ConfigError: {path}: intermediate_size: a dense model needs")
+    with pytest.raises(ConfigError, match="intermediate_size: 3 dense layers"):
+        parse_config({k: v for k, v in DEEPSEEK.items() if k != "intermediate_size"})
+    assert parse_config({k: v for k, v in MIXTRAL.items()}).moe is not None  # MoE everywhere: expert width suffices
+
+
+def test_a_zero_context_length_is_refused(tmp_path):
+    path = write_config(tmp_path, {**LLAMA, "max_position_embeddings": 0})
+    rc, _, err = cli("estimate", "--model", path)
+    assert rc == 2 and "max_position_embeddings: expected a positive integer" in one_error_line(err)
+
+
 def test_strict_booleans_and_strings():
     with pytest.raises(ConfigError, match="tie_word_embeddings: expected true or false, got 'false'"):
         parse_config({**LLAMA, "tie_word_embeddings": "false"})  # bool("false") was True

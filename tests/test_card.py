@@ -45,11 +45,15 @@ def test_measured_pool_is_held_out_only(built):
     ar = bc.ar
     assert mpts
     for p in mpts:
-        if p["engine"] == "vllm":
+        if p["engine"] == "vllm" and p["gpu_class"] != "H200":  # another GPU: no fit reads its folder at all
+            assert str(bc.OTHER_GPU_VLLM) in str(p["run"]) and not ar.trains_on(ar.PLAN_PATH, p["run"], "vllm", "bf16", 1,
+                                                                                "concurrency:1", ar.PLAN), p
+        elif p["engine"] == "vllm":
             assert p["shape"] in ar.HOLDOUT or not ar.fitted_run(p["run"]), p
         else:  # SGLang: held-out shapes of its fit's sittings, every point of the others
             assert p["shape"] in ar.HOLDOUT or not ar.sglang_fitted_run(p["run"]), p
     assert any(p["engine"] == "sglang" and p["shape"] not in ar.HOLDOUT for p in mpts)  # sitting 14 is in
+    assert any(p["gpu_class"] == "H100" for p in mpts)  # the H100 of sitting 29 is in, every point of it
     pool = card["pools"]["measured"]
     assert pool["points"] == len(mpts)
     assert sum(st["n"] for st in pool["slices"]["* × * × * × *"].values()) == len(mpts)

@@ -143,7 +143,7 @@ class TextConfig(_Strict):
     num_key_value_heads: _count(1, HEADS_MAX) | None = _alias("num_key_value_heads", "num_kv_heads")
     head_dim: _count(1, HEAD_DIM_MAX) | None = None
     intermediate_size: _count(0, WIDTH_MAX) | None = None
-    max_position_embeddings: _count(0, CONTEXT_MAX) | None = None
+    max_position_embeddings: _count(1, CONTEXT_MAX) | None = None
     hidden_act: Text | None = _alias("hidden_act", "hidden_activation")
     tie_word_embeddings: Flag | None = None
     torch_dtype: Text | None = None
@@ -227,6 +227,11 @@ def _check_consistency(t: TextConfig, source: str, text_keys: frozenset[str]) ->
         if (t.first_k_dense_replace or 0) > t.num_hidden_layers:
             fail("first_k_dense_replace", f"expected at most num_hidden_layers ({t.num_hidden_layers:,}), "
                                           f"got {t.first_k_dense_replace:,}")
+    dense_layers = t.num_hidden_layers if not t.num_experts else (t.first_k_dense_replace or 0)
+    if dense_layers and not t.intermediate_size:
+        what = "a dense model" if not t.num_experts else f"{dense_layers:,} dense layers (first_k_dense_replace)"
+        fail("intermediate_size", f"{what} needs the MLP width: expected a positive intermediate_size, "
+                                  f"got {show_value(t.intermediate_size) if t.intermediate_size is not None else 'none'}")
     if t.layer_types is not None and len(t.layer_types) == t.num_hidden_layers and t.sliding_window is None \
             and any("sliding" in x for x in t.layer_types):
         fail("sliding_window", "layer_types names sliding-window layers but the config gives no sliding_window")
