@@ -26,6 +26,7 @@ from capacity.engine import PROFILES
 from capacity.errors import CapacityError, InputError, ResultError, flatten_validation_error, one_line, show_value
 from capacity.estimate import Scenario, estimate
 from capacity.load import parse_load
+from capacity.model.architecture import load_model
 from capacity.model.precision import PRECISION_CHOICES
 
 LIST_MAX_ITEMS = 10_000
@@ -88,7 +89,7 @@ def _scenario_args(p: argparse.ArgumentParser, with_load: bool = True) -> None:
     d = Scenario()
     p.add_argument("--model", default=d.model, help="catalog id or path to a config.json (default: %(default)s)")
     p.add_argument("--gpu", default=d.gpu, help="GPU id or path to a GPU TOML file (default: %(default)s)")
-    p.add_argument("--num-gpus", type=_int_in(1, 4096), default=1)
+    p.add_argument("--num-gpus", type=_int_in(1, 4096), help="GPUs in all (default: one replica, tp × pp)")
     p.add_argument("--tp", type=_tp, default=1, help="tensor-parallel size (GPUs per pipeline stage)")
     p.add_argument("--pp", type=_int_in(1, 256), default=1,
                    help="pipeline-parallel stages of --tp GPUs each (a replica is tp × pp GPUs; default 1)")
@@ -168,9 +169,12 @@ def _scenario(a: argparse.Namespace, **extra) -> Scenario:
         fields["length_dist"], fields["length_ratio"] = fields["length_dist"]
     fields.update(extra)
     try:
-        return Scenario(**fields)
+        s = Scenario(**fields)
     except ValidationError as exc:  # named as the flag the user typed
         raise InputError(flatten_validation_error(exc, {k: "--" + k.replace("_", "-") for k in fields})) from None
+    if s.expert_parallel and load_model(s.model).moe is None:  # a sweep's grid may mix models: there it is a no-op
+        raise InputError(f"--expert-parallel: {s.model} has no experts (a dense model); leave the flag off")
+    return s
 
 
 def _bad_number(value: Any, path: str = "") -> str | None:
@@ -479,6 +483,10 @@ def _print_layouts(ans) -> None:
 
 def cmd_size(a) -> int:
     from capacity.sizing import size, size_layouts
+
+    if a.num_gpus is not None:
+        raise InputError("--num-gpus: size chooses the GPU count itself (replicas × tp × pp); give the "
+                         "tensor-parallel sizes to try with --tps")
 
     if a.disagg:
         ans = size_layouts(_scenario(a), a.target_rps, a.ttft_slo_s, a.itl_slo_s, a.tps, link=a.link,

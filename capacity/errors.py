@@ -107,6 +107,9 @@ def flatten_validation_error(exc: Any, rename: dict[str, str] | None = None) -> 
         return f"{where}: lacks required field"
     if err.get("type") == "value_error":  # a rule between fields: its own words, no input to show
         msg, got = msg.removeprefix("Value error, "), ""
+        field, sep, rest = msg.partition(": ")  # a rule's message names its field first: shown as the user wrote it
+        if not where and sep and rename and field in rename:
+            msg = f"{rename[field]}: {rest}"
     else:
         msg = msg.replace("Input should be ", "expected ", 1)
         got = "" if "got " in msg or "input" not in err else f", got {show_value(err['input'])}"

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import math
 from dataclasses import replace
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from capacity.argtypes import LENGTH_MAX_TOKENS
 from capacity.model.architecture import load_model
@@ -29,7 +29,7 @@ from capacity.cost import energy_fields, usd_per_million_tokens
 from capacity.model.bounds import bound_of_step, decode_compute_bound_batch, ideal_bounds
 from capacity.errors import WorkloadError
 from capacity.model.kv import attended_tokens_prefill
-from capacity.loadmodel.simulate import EngineContext, Traffic, simulate
+from capacity.loadmodel.simulate import MAX_SIM_REQUESTS, EngineContext, Traffic, simulate
 
 
 class Scenario(BaseModel):
@@ -87,6 +87,29 @@ class Scenario(BaseModel):
     @classmethod
     def _engine_lower(cls, v: str) -> str:
         return v.lower()
+
+    @model_validator(mode="before")
+    @classmethod
+    def _one_replica_by_default(cls, data: Any) -> Any:
+        """No GPU count given: one replica of tp × pp GPUs (`--tp 2` alone means two GPUs, not an error)."""
+        if isinstance(data, dict) and data.get("num_gpus") is None:
+            tp, pp = data.get("tp", 1), data.get("pp", 1)
+            if isinstance(tp, int) and isinstance(pp, int) and not isinstance(tp, bool) and not isinstance(pp, bool) \
+                    and tp >= 1 and pp >= 1:
+                data = {**data, "num_gpus": tp * pp}
+        return data
+
+    @model_validator(mode="after")
+    def _drafts_need_draft_tokens(self) -> "Scenario":
+        """A drafter, its cost or its acceptance without draft tokens would be silently ignored: refused instead."""
+        if self.spec_draft_tokens == 0:
+            for name, set_ in (("spec_draft_model", self.spec_draft_model is not None),
+                               ("spec_draft_cost", self.spec_draft_cost > 0), ("spec_acceptance", self.spec_acceptance > 0)):
+                if set_:
+                    raise ValueError(f"{name}: speculative decoding needs draft tokens per step (spec_draft_tokens, "
+                                     "--spec-draft-tokens) above 0; "
+                                     "with 0 it is off and this would be ignored")
+        return self
 
 
 class Estimate(BaseModel):
@@ -265,6 +288,9 @@ def simulation_setup(plan: Plan, cal: Calibration, s: Scenario, load_kind: str, 
     recorded run, replayed instead of drawn). The engine holds contexts up to the longest request the lengths can
     draw (validate's spread bounds: uniform L(1 + r), normal L(1 + 4r)), capped by max_model_len."""
     trace = trace or {}
+    if num_requests > MAX_SIM_REQUESTS:
+        raise WorkloadError(f"load {load_kind}:{value:,.10g}: the simulator would run {num_requests:,} requests, at most "
+                            f"{MAX_SIM_REQUESTS:,}: set fewer requests (--num-requests) or a smaller load")
     spread = 1 + (s.length_ratio if s.length_dist == "uniform" else 4 * s.length_ratio if s.length_dist == "normal" else 0)
     recorded = max((i + o for i, o in zip(trace.get("trace_isl", ()), trace.get("trace_osl", ()))), default=0)
     longest = max(recorded, int((s.isl + s.osl) * spread)) + 2

@@ -146,3 +146,26 @@ def test_a_calibration_file_with_an_inverted_interval_is_refused(tmp_path):
 def test_a_degenerate_gamma_shape_is_refused():
     one_line_exit_2(capacity("simulate", "--arrivals", "gamma", "--gamma-shape", "1e-300", "--load", "rate:5"),
                     "--gamma-shape")
+
+
+@pytest.mark.parametrize("args, names", [
+    (["estimate", "--spec-draft-model", "meta-llama/Llama-3.1-8B"], ["--spec-draft-model", "--spec-draft-tokens"]),
+    (["estimate", "--spec-acceptance", "0.5"], ["--spec-acceptance", "above 0"]),
+    (["estimate", "--spec-draft-cost", "0.2"], ["--spec-draft-cost"]),
+    (["estimate", "--expert-parallel", "--tp", "2"], ["--expert-parallel", "no experts"]),
+    (["size", "--num-gpus", "4", "--target-rps", "5"], ["--num-gpus", "--tps"]),
+    (["simulate", "--load", "concurrency:10000000"], ["concurrency:10,000,000", "--num-requests", "1,000,000"]),
+    (["estimate", "--load", "concurrency:10000000", "--method", "simulate"], ["--num-requests"]),
+])
+def test_a_flag_that_would_be_ignored_or_overflow_is_refused(args, names):
+    """Each used to be accepted and dropped (drafter without drafts, EP on a dense model, size's GPU count), or to
+    name an internal field the user never typed (the simulator's request count)."""
+    one_line_exit_2(capacity(*args), *names)
+
+
+def test_tp_alone_means_one_replica_of_tp_gpus():
+    p = subprocess.run([sys.executable, *capacity("estimate", "--tp", 2, "--json")], capture_output=True, text=True,
+                       timeout=120, cwd=REPO)
+    assert p.returncode == 0, p.stderr[-2000:]
+    out = json.loads(p.stdout)
+    assert out["num_gpus"] == 2 and out["tp"] == 2 and out["replicas"] == 1
