@@ -35,7 +35,7 @@ def test_acceptance_zero_still_prices_the_drafts():
 
 
 def test_draft_memory():
-    plain = plan_for(Scenario(**{**S12, "spec_draft_model": None, "spec_draft_tokens": 0, "spec_acceptance": 0.5}))
+    plain = plan_for(Scenario(**{**S12, "spec_draft_model": None, "spec_draft_tokens": 0, "spec_acceptance": 0.0}))
     drafted = plan_for(Scenario(**S12))
     assert drafted.memory.weight_bytes - plain.memory.weight_bytes == pytest.approx(1.11 * 2**30, rel=0.02)
     assert drafted.kv_bytes_per_token == 147456 + 114688  # Qwen3-8B + Qwen3-0.6B, as the log's 106.66 GiB / 436,880
