@@ -94,8 +94,7 @@ class Scenario(BaseModel):
         """No GPU count given: one replica of tp × pp GPUs (`--tp 2` alone means two GPUs, not an error)."""
         if isinstance(data, dict) and data.get("num_gpus") is None:
             tp, pp = data.get("tp", 1), data.get("pp", 1)
-            if isinstance(tp, int) and isinstance(pp, int) and not isinstance(tp, bool) and not isinstance(pp, bool) \
-                    and tp >= 1 and pp >= 1:
+            if type(tp) is int and type(pp) is int and tp >= 1 and pp >= 1:  # anything else: the fields refuse it
                 data = {**data, "num_gpus": tp * pp}
         return data
 

@@ -38,9 +38,10 @@ SGLANG_FIT = PLAN.named("sglang-bf16")  # SGLang's front-end fit: its sittings (
 OUT_CAL = ROOT / "capacity/calibrations"
 
 
-def vllm_runs() -> dict[str, MeasuredRun]:
-    """Every vLLM run by folder, each read once (the Transformers baseline has its own table)."""
-    found = sorted(str(Path(p).parent) for p in glob.glob(str(DATA / "*/*/*/points.jsonl")) if "/warmup/" not in p)
+def vllm_runs(root: Path = DATA) -> dict[str, MeasuredRun]:
+    """Every vLLM run by folder under `root` (one engine version on one GPU), each read once (the Transformers
+    baseline has its own table)."""
+    found = sorted(str(Path(p).parent) for p in glob.glob(str(root / "*/*/*/points.jsonl")) if "/warmup/" not in p)
     runs = {d: load_run(d) for d in found}
     return {d: r for d, r in runs.items() if r.scenario["engine"] == "vllm"}
 

@@ -101,11 +101,6 @@ def _point(pool, engine, gpu, mclass, reg, metric, measured, predicted, group) -
 OTHER_GPU_VLLM = REPO / "data/measurements/h100/vllm-0.26.0"
 
 
-def other_gpu_runs() -> dict:
-    found = sorted(str(Path(p).parent) for p in OTHER_GPU_VLLM.glob("*/*/*/points.jsonl"))
-    return {d: load_run(d) for d in found}
-
-
 def measured_group(d: str) -> str:
     """The measured group of a run folder: 'vllm-0.26.0 sitting-7' on the H200, 'vllm-0.26.0 h100 sitting-29' else."""
     parts = Path(d).resolve().relative_to(REPO / "data/measurements").parts
@@ -113,7 +108,7 @@ def measured_group(d: str) -> str:
 
 
 def measured_points(runs: dict | None = None) -> tuple[list[dict], dict]:
-    runs = {**(ar.vllm_runs() if runs is None else runs), **other_gpu_runs()}
+    runs = {**(ar.vllm_runs() if runs is None else runs), **ar.vllm_runs(OTHER_GPU_VLLM)}
     df = compare_dirs(list(runs), {"calibrated": None})
     if "error" in df:
         df = df[df["error"].isna()]
