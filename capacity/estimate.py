@@ -175,6 +175,10 @@ class Estimate(BaseModel):
     arrival_sample_rel_sd: float | None = Field(
         None, description="random arrivals, simulated: the seed-to-seed relative sd of the arrivals' span (and of "
                           "requests/s with it) for a run of this many requests (capacity/loads/draws.span_rel_sd)")
+    engine_starts: bool = Field(True, description="False: the engine would refuse to start at this max_model_len "
+                                "(the scenario's, else the model's context): its KV cache cannot hold one request "
+                                "that long (vLLM's start-up check; a note says the longest it would take). The "
+                                "numbers assume a server that runs, with requests of isl + osl tokens")
     notes: list[str] = Field(default_factory=list)
     card: AccuracyCard | None = Field(None, description="how far to trust this answer: domain, slice, held-out error "
                                                         "and 90 % intervals (capacity/card.py)")
@@ -581,7 +585,7 @@ def predict(plan: Plan, cal: Calibration, s: Scenario) -> Estimate:
         **energy_fields(gpu.tdp_watts * s.num_gpus, predicted_power_w(plan, s, f["requests_per_s"], lane),
                         out_tps, s.price_usd_per_kwh),
         calibration=cal.label, calibration_source=cal.source, intervals=intervals, method="bound" if s.ideal else method,
-        regime=regime, arrival_sample_rel_sd=sample_sd or None,
+        regime=regime, arrival_sample_rel_sd=sample_sd or None, engine_starts=plan.engine_starts,
         notes=notes,
     )
     return est.model_copy(update={"card": accuracy_card(s, est)})

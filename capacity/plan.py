@@ -13,11 +13,12 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from capacity.model.architecture import ModelArch
+from capacity.engines import get as engine_object
 from capacity.engines.base import EngineProfile
 from capacity.errors import DoesNotFitError, WorkloadError
 from capacity.hardware import Gpu
 from capacity.model.kv import kv_bytes_per_token
-from capacity.model.memory import MemoryPlan, blocks_per_sequence, max_sequences, plan_memory
+from capacity.model.memory import MemoryPlan, blocks_per_sequence, longest_request, max_sequences, plan_memory, uniform_kv
 from capacity.model.params import active_params_per_token, count_params
 from capacity.model.pipeline import stage_models, stage_weight_bytes
 from capacity.model.precision import compute_precision, kv_bytes_per_element, resolve_weight_format
@@ -51,6 +52,7 @@ class Plan:
     pipeline_weight_bytes: float = 0.0  # all stages' weights on their GPUs (pp > 1)
     stage_max_share: float = 1.0  # the heaviest stage's share of the weights a step reads (pp > 1: ≥ 1 / pp)
     dp_ranks: int = 1  # attention data parallel: GPUs whose KV pools the blocks pool (a sequence lives on one)
+    engine_starts: bool = True  # False: the engine refuses to start at this max_model_len (`start_refusal`)
 
     @property
     def lanes(self) -> int:
@@ -120,6 +122,25 @@ def _check_layout(m: ModelArch, gpu: Gpu, num_gpus: int, tp: int, pp: int = 1, a
     return notes
 
 
+def start_refusal(m: ModelArch, mem: MemoryPlan, profile: EngineProfile, max_model_len: int | None,
+                  ranks: int = 1) -> str:
+    """Why the engine would not start, '' when it would: an engine with `refuses_kv_below_max_len_request` (vLLM)
+    stops at start-up when its KV cache cannot hold one request of max_model_len tokens (`max_model_len`: the
+    scenario's; None: the model's context, the engine's default). The estimate is still given: its requests fit."""
+    limit = max_model_len or m.max_position_embeddings
+    if not profile.refuses_kv_below_max_len_request or not limit:
+        return ""
+    longest = longest_request(m, mem, profile, limit, ranks)
+    if longest >= limit:
+        return ""
+    engine = engine_object(profile.name)
+    row = engine.flags.row("max_model_len")
+    whose = "" if max_model_len else " (the model's context, its default)"
+    holds = f"{longest:,} tokens" if uniform_kv(m, mem.num_groups) else f"one request of at most {longest:,} tokens"
+    return (f"{engine.title} would refuse to start with max_model_len {limit:,}{whose}: the KV cache holds {holds}; "
+            f"pass {row.flag if row else 'max_model_len'} ≤ {longest:,} (the estimate assumes requests fit)")
+
+
 def make_plan(m: ModelArch, gpu: Gpu, precision: str, kv_precision: str, profile: EngineProfile,
               num_gpus: int = 1, tp: int = 1, expert_parallel: bool = False, context: int = 1,
               max_model_len: int | None = None, draft: ModelArch | None = None, pp: int = 1,
@@ -176,6 +197,9 @@ def make_plan(m: ModelArch, gpu: Gpu, precision: str, kv_precision: str, profile
             f"{mem.num_blocks // ranks:,} blocks of {profile.block_size_tokens} tokens{fewest}; one request of {need_ctx:,} tokens "
             f"needs {per_seq_blocks:,.0f}. "
             f"Try more GPUs (tp{', pp' if pp > 1 else ''}), a lower precision, fp8 KV cache or shorter sequences")
+    refusal = start_refusal(kv_m, mem, profile, max_model_len, ranks)
+    if refusal:
+        notes.append(refusal)
     # 0 = no CUDA graphs (--enforce-eager): every step is launched op by op
     off = ("MLA" if profile.prefill_graphs_skip_mla and m.mla is not None else
            gpu.vendor if profile.prefill_graphs_nvidia_only and gpu.vendor.strip().upper() != "NVIDIA" else None)
@@ -218,4 +242,5 @@ def make_plan(m: ModelArch, gpu: Gpu, precision: str, kv_precision: str, profile
                 count_params(m).total, active_params_per_token(m),
                 kv_bytes_per_token(m, kv_b, 1) + (kv_bytes_per_token(draft, kv_b, 1) if draft is not None else 0.0),
                 tuple(notes), pp=pp, lane_memory=lane_mem, lane_max_num_seqs=lane_seqs, stage=stage,
-                pipeline_weight_bytes=stage_w, stage_max_share=stage_share, dp_ranks=ranks)
+                pipeline_weight_bytes=stage_w, stage_max_share=stage_share, dp_ranks=ranks,
+                engine_starts=not refusal)

@@ -91,6 +91,11 @@ class EngineProfile(BaseModel):
                                           "engine core when more front-end processes share the streaming; 1: more "
                                           "front ends do not lower it")
 
+    refuses_kv_below_max_len_request: bool = Field(False, description="the engine refuses to start when its KV "
+                                                   "cache cannot hold one request of max_model_len tokens (vLLM's "
+                                                   "_check_enough_kv_cache_memory, vllm/v1/core/kv_cache_utils.py); "
+                                                   "False: no such start-up check is known")
+
     running_limit_per_batch: bool = Field(False, description="under pipeline parallelism max_num_seqs bounds each "
                                           "batch in flight (TensorRT-LLM's max_batch_size per micro-batch); False: "
                                           "all running requests together (vLLM, SGLang)")

@@ -106,6 +106,12 @@ PROFILE = EngineProfile(
     # first, over-priced as at 128 clients). ONE model on one host bounds it, so it is a guess (sitting 28b: another
     # model, and four API servers).
     engine_core_host_share=0.65,
+    # At start-up 0.26.0 refuses to run when its KV cache cannot hold one request of max_model_len tokens, by default
+    # the model's whole context (vllm/v1/core/kv_cache_utils.py _check_enough_kv_cache_memory). Sitting 32 (H100):
+    # Qwen3-32B BF16 at its 40,960 tokens stopped with "10.0 GiB KV cache is needed, which is larger than the
+    # available KV cache memory (9.98 GiB) ... the estimated maximum model length is 40864", and started with
+    # --max-model-len 32768 (GPU KV cache size 40,864 tokens).
+    refuses_kv_below_max_len_request=True,
 )
 
 

@@ -120,17 +120,46 @@ def kv_groups(m: ModelArch) -> tuple[int, int]:
     return math.ceil(full / size) + math.ceil(sliding / size), size
 
 
+def uniform_kv(m: ModelArch, groups: int) -> bool:
+    """True when every layer keeps every token (one full-attention group): a request of n tokens takes n tokens'
+    blocks, and the printed KV cache size is blocks × block size."""
+    return (groups == 1 and m.num_sliding_layers == 0) or not m.sliding_window
+
+
+def request_blocks(m: ModelArch, groups: int, layers_per_group: int, profile: EngineProfile, length: int) -> int:
+    """Blocks one request of `length` tokens takes at most: every block of it in full-attention groups; in
+    sliding-window groups at most window − 1 + in-flight tokens, + 1 block (see the module docstring)."""
+    block = profile.block_size_tokens
+    if uniform_kv(m, groups):
+        return groups * math.ceil(length / block)
+    full_groups = math.ceil(m.num_full_layers / layers_per_group)
+    held = min(m.sliding_window - 1 + profile.in_flight_batches * profile.max_num_batched_tokens, length)
+    return full_groups * math.ceil(length / block) + (groups - full_groups) * (math.ceil(held / block) + 1)
+
+
 def reported_tokens(m: ModelArch, num_blocks: int, groups: int, layers_per_group: int, profile: EngineProfile,
                     max_model_len: int) -> int:
     """The KV cache size in tokens as vLLM prints it (see the module docstring)."""
-    block = profile.block_size_tokens
-    if (groups == 1 and m.num_sliding_layers == 0) or not m.sliding_window or max_model_len <= 0:
-        return num_blocks // groups * block
-    full_groups = math.ceil(m.num_full_layers / layers_per_group)
-    held = min(m.sliding_window - 1 + profile.in_flight_batches * profile.max_num_batched_tokens, max_model_len)
-    per_request = (full_groups * math.ceil(max_model_len / block)
-                   + (groups - full_groups) * (math.ceil(held / block) + 1))
-    return int(num_blocks / per_request * max_model_len)
+    if uniform_kv(m, groups) or max_model_len <= 0:
+        return num_blocks // groups * profile.block_size_tokens
+    return int(num_blocks / request_blocks(m, groups, layers_per_group, profile, max_model_len) * max_model_len)
+
+
+def longest_request(m: ModelArch, plan: MemoryPlan, profile: EngineProfile, max_model_len: int, ranks: int = 1) -> int:
+    """The longest request, up to `max_model_len` tokens, that one rank's KV blocks hold whole (`request_blocks`):
+    what vLLM's start-up check asks of one max_model_len request (vllm/v1/core/kv_cache_utils.py
+    _check_enough_kv_cache_memory), and the longest max_model_len it would start with. For a uniform model this is
+    the KV cache size in tokens (`kv_capacity_tokens`); for a hybrid one it is not (that size is max_model_len × the
+    requests of max_model_len tokens the blocks hold), but it falls below max_model_len exactly when that size does."""
+    blocks = plan.num_blocks // ranks
+    fits = lambda n: request_blocks(m, plan.num_groups, plan.layers_per_group, profile, n) <= blocks  # noqa: E731
+    if fits(max_model_len):
+        return max_model_len
+    lo, hi = 0, max_model_len  # fits(lo) or lo == 0; not fits(hi): request_blocks grows with the length
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (mid, hi) if fits(mid) else (lo, mid)
+    return lo
 
 
 def plan_memory(m: ModelArch, usable_bytes: float, weight_bytes: float, kv_bytes: float,
