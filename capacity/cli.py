@@ -313,7 +313,7 @@ def cmd_simulate(a) -> int:
     """The step simulator on one scenario: per-request latencies and the engine's own counters."""
     from capacity.estimate import calibration_for, plan_for, simulation_setup
     from capacity.load import parse_load
-    from capacity.loadmodel.simulate import simulate
+    from capacity.loadmodel.simulate import simulate, simulate_service
 
     s = _scenario(a, method="simulate")
     if s.pp > 1:
@@ -326,13 +326,16 @@ def cmd_simulate(a) -> int:
     n = len(trace.get("trace_isl", ())) or load.shape.simulated_requests(load.value, s.num_requests)
     engine, traffic = simulation_setup(plan, cal, s, load.kind, load.value, n, trace)
     r = simulate(engine, traffic, s.isl, s.osl)
+    # an endless closed loop's steady state is a service's: its clients out of step (capacity.estimate.simulated_load)
+    service = not trace and s.num_requests is None and load.shape.endless and load.shape.drifts(load.value)
+    steady = (simulate_service(engine, traffic, s.isl, s.osl) if service else r).summary("steady")
     ttft = r.first_token_s - r.send_s
     e2e = r.end_s - r.send_s
     gaps = np.maximum(r.osl - 1, 1)
     tpot = np.where(r.osl > 1, (r.end_s - r.first_token_s) / gaps, 0.0)
     pct = lambda x: {f"p{q}": float(np.percentile(x, q)) for q in (50, 90, 99)}  # noqa: E731
     out = {"model": s.model, "gpu": s.gpu, "engine": plan.profile.name, "load": str(load), "requests": int(len(r.isl)),
-           "calibration": cal.label, "summary": r.summary(), "steady_state": r.summary("steady"),
+           "calibration": cal.label, "summary": r.summary(), "steady_state": steady,
            "ttft_s": pct(ttft), "tpot_s": pct(tpot), "e2e_latency_s": pct(e2e),
            "engine_steps": r.steps, "preemptions": r.preemptions, "mean_running": r.mean_running,
            "max_running": r.max_running, "kv_full_share": r.kv_full_share}

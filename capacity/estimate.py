@@ -29,7 +29,7 @@ from capacity.cost import energy_fields, usd_per_million_tokens
 from capacity.model.bounds import bound_of_step, decode_compute_bound_batch, ideal_bounds
 from capacity.errors import WorkloadError
 from capacity.model.kv import attended_tokens_prefill
-from capacity.loadmodel.simulate import MAX_SIM_REQUESTS, EngineContext, Traffic, simulate
+from capacity.loadmodel.simulate import MAX_SIM_REQUESTS, EngineContext, Traffic, simulate, simulate_service
 
 
 class Scenario(BaseModel):
@@ -312,9 +312,12 @@ def simulated_load(plan: Plan, cal: Calibration, s: Scenario, load_kind: str, va
     """The step simulator's answer for one scenario, shaped like the closed forms' (and the regime it describes)."""
     endless = s.num_requests is None and shape(load_kind).endless
     n = shape(load_kind).simulated_requests(value, s.num_requests)
-    sim = simulate(*simulation_setup(plan, cal, s, load_kind, value, n), s.isl, s.osl)
+    engine, traffic = simulation_setup(plan, cal, s, load_kind, value, n)
+    service = endless and shape(load_kind).drifts(value)  # clients out of step, as a service's users are
+    sim = (simulate_service if service else simulate)(engine, traffic, s.isl, s.osl)
     m = sim.summary("steady" if endless else "all")
-    regime = (f"steady state of an endless load (simulated {n:,} requests, middle of the run)" if endless else
+    regime = (f"steady state of an endless load (simulated {n:,} requests, middle of the run"
+              f"{', clients out of step' if service else ''})" if endless else
               f"a benchmark as run: {n:,} requests, clients starting together from an idle engine (simulated)")
     arr = {k: np.asarray(v) for k, v in m.items()}
     step = float(sim.busy_s / max(sim.steps, 1))

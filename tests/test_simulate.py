@@ -16,7 +16,8 @@ from hypothesis import strategies as st
 from capacity.errors import WorkloadError
 from capacity.estimate import Scenario, calibration_for, estimate, load_context, plan_for
 from capacity.model.kv import attended_tokens_prefill
-from capacity.loadmodel.simulate import (MAX_STALLED_STEPS, count_after, next_read_step, EngineContext, Traffic, _FrontEnd, _requests, simulate)
+from capacity.loadmodel.simulate import (MAX_STALLED_STEPS, count_after, next_read_step, EngineContext, Traffic, _FrontEnd, _requests, simulate,
+                                        simulate_service)
 from capacity.loads.draws import arrivals_rng, lengths_rng, spread_lengths
 from capacity.model.steptime import step_time_s
 from capacity.model.stepper import Stepper
@@ -366,6 +367,42 @@ def test_long_closed_loop_desynchronizes():
     loop = simulate(eng, Traffic(kind="concurrency", value=64, num_requests=1280, length_dist="uniform",
                                  length_ratio=0.5), 1024, 128).summary("steady")
     assert loop["ttft_s"] < 0.5 * wave["ttft_s"]
+
+
+@pytest.mark.parametrize("model,isl,osl,clients,stays_spread", [("meta-llama/Llama-3.1-8B", 5000, 500, 16, True),
+                                                                  ("meta-llama/Llama-3.1-8B", 1024, 1024, 64, True),
+                                                                  ("Qwen/Qwen3-30B-A3B", 2048, 256, 32, True),
+                                                                  ("meta-llama/Llama-3.1-8B", 1024, 128, 64, False)])
+def test_equal_lengths_stay_in_step_unless_the_clients_start_spread(model, isl, osl, clients, stays_spread):
+    """With equal lengths every step is priced exactly, so clients that start together stay in step for ever (a
+    benchmark's first rounds do: sittings 1 and 4); a service's users are out of step. The service run spreads the
+    first sends over one cycle: its steady TTFT sits between a lone request's and the lockstep run's, and requests/s
+    stays within 10 % of the lockstep run's (the same work per cycle). Whether the spread lasts is the scheduler's
+    doing, not the start's: requests that come back within one step are admitted together and, with equal lengths,
+    come back together again, so cohorts merge and never split. With long outputs few clients return per step and the
+    sends stay spread (no gap between consecutive sends in the middle of the run over a third of the cycle); at
+    1024/128 with 64 clients (a prefill of 1,024 tokens per 128 steps per client) they merge back into one wave."""
+    _, _, _, eng = context(model=model, isl=isl, osl=osl)
+    traffic = Traffic(kind="concurrency", value=clients, num_requests=20 * clients)
+    lockstep = simulate(eng, traffic, isl, osl)
+    service = simulate_service(eng, traffic, isl, osl)
+    lone = simulate(eng, Traffic(kind="sync", num_requests=3), isl, osl).summary()
+    a, b = lockstep.summary("steady"), service.summary("steady")
+    assert lone["ttft_s"] * 0.99 <= b["ttft_s"] < (0.5 if stays_spread else 1.0) * a["ttft_s"]
+    assert b["requests_per_s"] == pytest.approx(a["requests_per_s"], rel=0.10)
+    lo, hi = np.quantile(service.send_s, [0.2, 0.8])
+    sends = np.sort(service.send_s[(service.send_s >= lo) & (service.send_s <= hi)])
+    cycle = float(np.mean(service.end_s - service.send_s))
+    assert (np.diff(sends).max() < cycle / 3) == stays_spread
+
+
+def test_a_benchmark_as_run_still_starts_its_clients_together():
+    """Only an endless load's steady state is priced out of step: a test of N requests starts its clients at once."""
+    s = Scenario(load="concurrency:32", num_requests=64, method="simulate")
+    assert "clients out of step" not in estimate(s).regime
+    e = estimate(Scenario(load="concurrency:32", method="simulate"))
+    assert "clients out of step" in e.regime
+    assert estimate(Scenario(load="concurrency:1", method="simulate")).regime.count("out of step") == 0
 
 
 def test_simulator_fast_enough_for_the_app():
