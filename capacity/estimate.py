@@ -314,7 +314,11 @@ def simulated_load(plan: Plan, cal: Calibration, s: Scenario, load_kind: str, va
     n = shape(load_kind).simulated_requests(value, s.num_requests)
     engine, traffic = simulation_setup(plan, cal, s, load_kind, value, n)
     service = endless and shape(load_kind).drifts(value)  # clients out of step, as a service's users are
-    sim = (simulate_service if service else simulate)(engine, traffic, s.isl, s.osl)
+    if service:  # the closed forms' latency as the first guess of a client's cycle
+        cycle = float(np.asarray(run_load(plan, cal, s, s.isl, s.osl, load_kind, value).e2e_latency_s)) + s.think_time_s
+        sim = simulate_service(engine, traffic, s.isl, s.osl, cycle if np.isfinite(cycle) and cycle > 0 else None)
+    else:
+        sim = simulate(engine, traffic, s.isl, s.osl)
     m = sim.summary("steady" if endless else "all")
     regime = (f"steady state of an endless load (simulated {n:,} requests, middle of the run"
               f"{', clients out of step' if service else ''})" if endless else

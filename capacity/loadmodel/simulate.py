@@ -482,19 +482,25 @@ def count_after(count: int, interval: int, k: int) -> int:
     return interval if since == 0 else since
 
 
-def simulate_service(engine: EngineContext, traffic: Traffic, isl: int, osl: int, passes: int = 3) -> SimResult:
+def simulate_service(engine: EngineContext, traffic: Traffic, isl: int, osl: int, cycle_s: float | None = None,
+                     passes: int = 3) -> SimResult:
     """An endless closed loop as a service sees it: its clients out of step. Clients that start together stay in
     step in the simulator when their lengths are equal (every step is priced exactly), while real ones drift apart
     (step times, network and client jitter) until their phases spread over one request's cycle. So the run starts
-    them spread: first together, to read the cycle (mean send-to-end time plus think time), then spread evenly over
-    that cycle, once more if the cycle moved by more than a tenth."""
-    r = simulate(engine, traffic, isl, osl)
-    for _ in range(passes - 1):
-        cycle = float(np.mean(r.end_s - r.send_s)) + traffic.think_time_s
-        if traffic.start_spread_s and abs(cycle - traffic.start_spread_s) <= 0.1 * cycle:
-            break
-        traffic = traffic.model_copy(update={"start_spread_s": cycle})
+    them spread evenly over a cycle (`cycle_s`, a guess such as the closed forms' latency; without one, a first run
+    from a common start reads it), and again over the cycle a run reads (mean send-to-end time plus think time)
+    while that moves by more than a fifth."""
+    if cycle_s is None:
         r = simulate(engine, traffic, isl, osl)
+        cycle_s = float(np.mean(r.end_s - r.send_s)) + traffic.think_time_s
+        passes -= 1
+    for _ in range(max(passes, 1)):
+        traffic = traffic.model_copy(update={"start_spread_s": cycle_s})
+        r = simulate(engine, traffic, isl, osl)
+        cycle = float(np.mean(r.end_s - r.send_s)) + traffic.think_time_s
+        if abs(cycle - cycle_s) <= 0.2 * cycle:
+            break
+        cycle_s = cycle
     return r
 
 
