@@ -149,6 +149,19 @@ def test_model_that_does_not_fit_says_why(empty_corpus):
     assert metrics(at)["Max concurrent users"] != "—"
 
 
+def test_an_engine_that_would_not_start_is_a_warning_not_fits(empty_corpus):
+    """Qwen3-32B BF16 on one H100: vLLM refuses to start at the model's 40,960-token context (sitting 32 saw it), so
+    the page warns instead of saying it fits, and names the flag that fixes it."""
+    at = run_app()
+    at.selectbox(key="model").set_value("Qwen/Qwen3-32B")
+    at.selectbox(key="gpu").set_value("h100-sxm")
+    rerun(at)
+    assert not at.error and not any("**Fits.**" in s.value for s in at.success)
+    warning = next(w.value for w in at.warning if "Does not start" in w.value)
+    assert "40,960" in warning and "--max-model-len" in warning
+    assert sum("refuse to start" in i.value for i in at.info) == 0  # said once, in the warning
+
+
 def test_a_pipeline_sizes_what_tensor_parallel_cannot(empty_corpus):
     """Llama-3.1-405B FP8 on eight PCIe RTX Pro 6000s: one GPU per stage fits as a pipeline of 8, and the launch
     snippets write each engine's pipeline flag."""

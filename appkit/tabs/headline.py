@@ -74,6 +74,8 @@ def headline_metrics(s: Scenario, h: Headline, ttft_slo: float, itl_slo: float) 
     if h.reason:
         st.warning(f"**Objectives out of reach.** {h.reason}. Relax the objectives, use more GPUs per replica (TP), "
                    "a lower precision or a faster GPU.", icon=":material/warning:")
+    elif h.start_refusal:  # the numbers hold once the engine is told to take shorter requests
+        st.warning(f"**Does not start as configured.** {h.start_refusal}.", icon=":material/warning:")
     else:
         reps = f" per replica of {s.tp} GPUs" if s.tp > 1 else ""
         st.success(f"**Fits.** Per GPU, {h.weight_bytes_per_gpu / 1e9:,.1f} GB of {h.weight_format.upper()} weights "
