@@ -243,7 +243,10 @@ def render_doc(rows: list[Row], scored: list[Scored], before: list[Scored] | Non
         "hardware_specs; MI300X x0.66 at fp8). TensorRT-LLM rows use the TensorRT-LLM profile and the public "
         "calibrations fitted on the rows data/public/calibration-plan.toml declares; those training rows are left "
         "out of every table below, which therefore scores held-out rows only. NIM rows (backend not stated) use the "
-        "vLLM profile, flagged below.", "",
+        "vLLM profile, flagged below. Closed-loop rows that do not state their request count (NIM's) are scored as "
+        "an endless loop's steady state, whose clients the simulator starts spread over a cycle (a service's users); "
+        "a benchmark's clients that start together stay in step on vLLM 0.26 (sitting 33), so this reading is a "
+        "choice the source does not settle (its engine and length spread are not stated).", "",
         "## Corpus", "",
         f"{len(rows)} rows from {n_src} sources; {len(ok)} held-out rows scored, {n_fitted} rows trained a public "
         f"calibration (not scored here), {len(refused)} refused by the model.", "",
