@@ -22,7 +22,7 @@ THROUGHPUT = {"output_tokens_per_s": 1, "total_tokens_per_s": 1, "requests_per_s
 
 def violations_committed() -> list[str]:
     bad = []
-    for f in sorted(glob.glob(str(ROOT / "data/measurements/h200/*/*/*/*/points.jsonl"))):
+    for f in sorted(glob.glob(str(ROOT / "data/measurements/*/*/*/*/*/points.jsonl"))):  # every GPU measured here
         if "/warmup/" in f:
             continue
         run = load_run(Path(f).parent)
