@@ -1,9 +1,11 @@
-"""The profile run's peak ("peak activation") against every one vLLM 0.26.0 printed in the committed H200 logs.
+"""The profile run's peak ("peak activation") against every one vLLM 0.26.0 printed in the committed H200 and H100 logs.
 
-capacity.model.memory.activation_peak_bytes follows vLLM's code (which model runner, what its sampler warm-up and the
-fused-MoE workspace allocate) with two fitted constants (capacity/engines/vllm.py says which runs set them).
+capacity.model.memory.activation_peak_bytes follows vLLM's code (which model runner, what its sampler warm-up, the
+fused-MoE workspace, MLA's profile buffer and the TP logits gather allocate), one fitted constant and one term whose
+shape the logs set (the cold compile's embedding-table copy); capacity/engines/vllm.py says which runs set them.
 Tolerances are what the committed runs need: the full path (V1 runner, MoE models whose sampler warm-up sets the
-peak) is within 0.4 % of every print, the lean path (V2 runner, where the compiled forward sets it) within 28 %.
+peak) is within 0.4 % of every print, the lean path (V2 runner) within 4.5 % (FP8 runs, whose extra quantized
+activations are not counted, and Mistral-7B, Gemma 3 and Qwen3-32B at TP 2 miss most).
 """
 
 import gzip
@@ -15,13 +17,14 @@ import pytest
 
 from capacity.model.architecture import load_model
 from capacity.engines import vllm
-from capacity.model.memory import activation_peak_bytes, lean_profile, moe_workspace_bytes
+from capacity.model.memory import (activation_peak_bytes, embedding_copy_bytes, lean_profile, mla_profile_bytes,
+                                   moe_workspace_bytes)
 
-DATA = Path(__file__).resolve().parents[1] / "data/measurements/h200/vllm-0.26.0"
-LOGS = sorted(p for p in DATA.glob("sitting-*/*/server.log.gz") if (p.parent / "scenario.json").is_file())
+DATA = Path(__file__).resolve().parents[1] / "data/measurements"
+LOGS = sorted(p for p in DATA.glob("h*/vllm-0.26.0/sitting-*/*/server.log.gz") if (p.parent / "scenario.json").is_file())
 GiB = 2**30
 PEAK = re.compile(r"([0-9.]+) GiB for peak activation")
-TOLERANCE = {False: 0.02, True: 0.30}  # full path / lean path: relative error allowed (seen: 0.4 % / 27.7 %)
+TOLERANCE = {False: 0.02, True: 0.05}  # full path / lean path: relative error allowed (seen: 0.4 % / 4.5 %)
 PRINTED_TO = 0.005 * GiB  # the log prints GiB with two decimals
 
 
@@ -81,6 +84,21 @@ def test_moe_peaks_come_from_the_sampler_and_the_workspace():
     # TP divides an expert's width; expert parallelism keeps it whole
     assert moe_workspace_bytes(mixtral, profile, 8192, tp=2) == 8192 * 2 * (7168 + 14336) * 2
     assert moe_workspace_bytes(mixtral, profile, 8192, tp=2, ep=2) == moe_workspace_bytes(mixtral, profile, 8192)
+
+
+def test_lean_peaks_come_from_the_embedding_copy_the_mlp_or_mla():
+    """V2-runner peaks: the cold compile's embedding-table copy (V x h x 2 + 2 x tokens x h x 2) for Llama-3.1-8B and
+    the Qwen3 models, none for Gemma 3 (multimodal: inputs_embeds); DeepSeek-V2-Lite's MLA profile buffer is
+    65,536 tokens x 16 heads x (128 + 128) bf16 = 0.5 GiB (vllm mla_attention.py MLAAttention.forward_impl)."""
+    profile = vllm.ENGINE.profile()
+    llama = load_model("meta-llama/Llama-3.1-8B")
+    assert embedding_copy_bytes(llama, profile, 1) == 128256 * 4096 * 2 + 2 * 8192 * 4096 * 2
+    assert embedding_copy_bytes(llama, profile, 2) == 128256 / 2 * 4096 * 2 + 8192 * 4096 * 2
+    assert activation_peak_bytes(llama, profile, 1) == embedding_copy_bytes(llama, profile, 1)
+    assert embedding_copy_bytes(load_model("google/gemma-3-27b-it"), profile, 1) == 0
+    deepseek = load_model("deepseek-ai/DeepSeek-V2-Lite")
+    assert mla_profile_bytes(deepseek, profile, 1) == 65536 * 16 * 256 * 2
+    assert mla_profile_bytes(llama, profile, 1) == 0
 
 
 def test_other_engines_reserve_no_profile_peak():

@@ -49,6 +49,11 @@ class EngineProfile(BaseModel):
     spec_draft_rows: int = Field(0, ge=0, description="vocab-wide fp32 rows per request the speculative sampler's "
                                  "warm-up adds (vLLM's V1 runner: one per draft token)")
     profile_overhead_bytes: float = Field(0.0, ge=0, description="fixed bytes the profile run adds to its peak")
+    embedding_copy: bool = Field(False, description="the profile window also holds a bf16 copy of the token-embedding "
+                                 "table beside the first layer's outputs (vLLM 0.26's cold compile; "
+                                 "capacity.model.memory.embedding_copy_bytes)")
+    mla_profile_buffer: bool = Field(False, description="MLA layers allocate a worst-case up-projected prefill context "
+                                     "in the profile run (vLLM; capacity.model.memory.mla_profile_bytes)")
     max_cudagraph_tokens: int = Field(512, ge=0, description="steps with more tokens run without CUDA graphs")
     max_prefill_graph_tokens: int | None = Field(None, ge=0, description="steps carrying a prompt chunk run graphed up "
                                                  "to this many tokens (SGLang's prefill graphs); None: the one graph "

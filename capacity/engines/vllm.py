@@ -63,13 +63,23 @@ PROFILE = EngineProfile(
     lean_moe_architectures=LEAN_MOE_ARCHITECTURES,
     # - the Triton fused-MoE workspace as the workspace manager keeps it (fused_moe/experts/triton_moe.py), whole.
     moe_activation_factor=1.0,
-    # Fitted, each declared before fitting (fit set: Llama-3.1-8B, Qwen3-8B, gemma-3-27b-it at TP 1, and
-    # Qwen3-30B-A3B; held out: Mixtral-8x7B, gpt-oss-20b, DeepSeek-V2-Lite, the TP 2 runs, the FP8 runs):
-    # - the forward's compiled-graph allocations over the per-token estimate (V2 profile run, attention skipped):
-    #   geometric mean of (printed - overhead) / estimate over the three dense models, 1.25, 1.66, 0.99 (Llama,
-    #   Qwen3-8B, Gemma 3). The spread is not explained: Qwen3-8B needs more than Llama with a narrower MLP. Lean-path
-    #   peaks are within 28 % (fit) and 25 % (held out), 0.35 GiB at most;
-    activation_bytes_per_token=1.27,
+    # - the forward's live set as counted, not scaled (capacity.model.memory.activation_peak_bytes): the V2 profile run
+    #   (v1/worker/gpu/model_runner.py profile_run -> _dummy_run(skip_attn=True) -> the compiled model, no CUDA graph)
+    #   prints within 5 % of it for Mistral-7B (0.93 GiB) and Gemma 3 27B (1.24; 1.31 FP8), the models whose peak it
+    #   sets. Was 1.27, fitted when the embedding copy, the MLA buffer and the TP logits gather below were unknown
+    #   (lean peaks within 28 %);
+    activation_bytes_per_token=1.0,
+    # - the cold torch.compile inside the profile window (vllm/compilation/decorators.py aot_compile within
+    #   v1/worker/gpu_worker.py determine_available_memory's memory_profiling) holds a bf16 copy of this GPU's
+    #   token-embedding table beside the first layer's two outputs; shape read off the logs, not vLLM's Python:
+    #   Llama-3.1-8B, Qwen3-8B, Qwen3-14B, Qwen3-32B (1.10, 1.29, 1.61, 1.61 GiB) = V x h x 2 + 2 x 8,192 x h x 2
+    #   within 0.006 GiB, whatever the MLP width; Gemma 3, fed inputs_embeds, shows none;
+    embedding_copy=True,
+    # - MLA layers' profile-only buffer for the up-projected prefill context
+    #   (model_executor/layers/attention/mla_attention.py MLAAttention.forward_impl, attn_metadata None): 0.5 GiB
+    #   for DeepSeek-V2-Lite, which with the fused-MoE workspace sets its 1.09-1.10 GiB.
+    mla_profile_buffer=True,
+    # Fitted (fit set: Qwen3-30B-A3B; held out: Mixtral-8x7B, gpt-oss-20b and every lean-path model):
     # - what every profile run adds besides the sampler, hidden states and workspace: Qwen3-30B-A3B's 2.68 GiB minus
     #   its code-derived 2.634 GiB. One model sets it, so it is a guess; Mixtral and gpt-oss, held out, land within
     #   0.4 % with it. Cause not identified (the 32 MiB cuBLAS workspace of a first GEMM would be most of it).

@@ -70,44 +70,87 @@ def moe_workspace_bytes(m: ModelArch, profile: EngineProfile, tokens: int, tp: i
     return profile.moe_activation_factor * tokens * per_token * 2
 
 
+def mla_profile_bytes(m: ModelArch, profile: EngineProfile, tp: int) -> float:
+    """The buffer an MLA layer allocates in the profile run to stand for the worst-case up-projected prefill context
+    (`kv_b_proj(kv_c_normed)`): chunked_prefill_workspace_size × heads/TP × (qk_nope + v head dims) bf16 values,
+    the workspace being max(min(max(8 × max_model_len, 4 × max_num_seqs × block), 65,536), max_num_seqs × block)
+    tokens (vLLM 0.26.0 model_executor/layers/attention/mla_attention.py: MLAAttention.forward_impl when
+    attn_metadata is None, determine_chunked_prefill_workspace_size). max_model_len is taken as the model's context.
+    DeepSeek-V2-Lite: 65,536 × 16 × 256 × 2 B = 0.5 GiB. 0 for other attention or engines."""
+    if m.mla is None or not profile.mla_profile_buffer:
+        return 0.0
+    block = profile.block_size_tokens
+    context = m.max_position_embeddings or profile.max_num_batched_tokens
+    tokens = max(min(max(8 * context, 4 * profile.max_num_seqs * block), 65_536), profile.max_num_seqs * block)
+    return tokens * (m.num_heads / tp) * (m.mla.qk_nope_head_dim + m.mla.v_head_dim) * 2
+
+
+def embedding_copy_bytes(m: ModelArch, profile: EngineProfile, tp: int) -> float:
+    """The profile window's cold-compile moment: a bf16 buffer the size of this GPU's token-embedding table
+    (vocabulary padded to 64, ÷ TP) beside the first layer's outputs, the embedding and its RMSNorm (2 × tokens × h
+    bf16; one at TP > 1, where an all-reduce separates them). The logs set its shape (Llama-3.1-8B 1.10, Qwen3-8B
+    1.29, Qwen3-14B and Qwen3-32B 1.61 GiB = V × h × 2 + 2 × 8,192 × h × 2 within 0.006 GiB, whatever the MLP's
+    width; Gemma 3, fed inputs_embeds, shows none); vLLM's Python allocates no such buffer, so it is taken to be
+    torch.compile's: 0.26.0 compiles inside the profile window (vllm/compilation/decorators.py: aot_compile in the first
+    forward, within gpu_worker.determine_available_memory's memory_profiling). Multimodal models get the embeddings
+    from outside the compiled graph (v1/worker/gpu/model_runner.py execute_model: inputs_embeds), so 0 for them.
+    With --quantization fp8 the same moment printed 0.03-0.04 GiB more (Llama-3.1-8B, Qwen3-8B, Qwen3-32B; ~ one fp8
+    copy of tokens × h), not counted: the precision is not an argument here."""
+    if not profile.embedding_copy or m.vision_params:
+        return 0.0
+    tokens = min(profile.max_num_batched_tokens, 10**6)
+    vocab = math.ceil(m.vocab_size / 64) * 64
+    return vocab / tp * m.hidden_size * 2 + (2 if tp == 1 else 1) * tokens * m.hidden_size * 2
+
+
 def activation_peak_bytes(m: ModelArch, profile: EngineProfile, tp: int, ep: int = 1) -> float:
-    """Peak memory the profile run adds (vLLM's "peak activation"): max(forward, sampler warm-up) + a fixed
-    overhead, for a dummy batch of max_num_batched_tokens tokens in min(max_num_seqs, tokens) requests.
+    """Peak memory the profile run adds (vLLM's "peak activation"), for a dummy batch of max_num_batched_tokens
+    tokens in min(max_num_seqs, tokens) requests: the largest of the moments below (+ a fixed overhead once the
+    forward runs), or the cold compile's embedding-table copy (`embedding_copy_bytes`), whichever is larger.
 
     Forward, per token, bf16 values alive at a layer's peak: the attention output and two residual copies
     (q/TP + 2h), plus a dense MLP's gate/up output and activation (3 × width/TP) or, in a MoE layer, the shared
     experts' (3 × width/TP) on top of the fused-MoE workspace (`moe_workspace_bytes`, kept from the first MoE
-    layer on; MXFP4 experts instead allocate k × f per call), times `activation_bytes_per_token`, which is fitted.
+    layer on; MXFP4 experts instead allocate k × f per call), times `activation_bytes_per_token` (1: the live set as
+    counted). MLA layers: during attention, the workspace, the attention tensors and the profile-only
+    up-projection buffer (`mla_profile_bytes`).
     Sampler warm-up: the workspace and the hidden states the run keeps, plus the sampler's own buffers:
     full path (vLLM's V1 runner) bf16 logits + fp32 copy + probabilities + exponential noise = 3.5 fp32 logits
     per request (`sampler_copies`) and a top-k/top-p scratch of `sampler_scratch_rows` vocab-wide fp32 rows; lean
     path (`lean_profile`) the bf16 logits alone (`lean_sampler_copies`); with speculative decoding the full path also
     holds fp32 draft probabilities, `spec_draft_rows` rows per request. Logits are all-gathered: the vocabulary
-    is not divided by TP. vLLM 0.26.0 on an H200 printed 2.68, 1.87, 2.87 GiB for Qwen3-30B-A3B, Mixtral-8x7B,
-    gpt-oss-20b (full path: the sampler sets their peaks) and 1.1, 1.29, 1.24, 1.09 GiB for Llama-3.1-8B,
-    Qwen3-8B, Gemma 3 27B, DeepSeek-V2-Lite (lean path: the forward does); tests/test_activation_peak.py checks
-    every printed peak in the committed logs.
+    is not divided by TP, and at TP > 1 the gather holds this GPU's slice, the gathered buffer and its reordered copy
+    (reqs × V × (1/TP + 2) bf16; distributed/device_communicators/base_device_communicator.py all_gather).
+    vLLM 0.26.0 on an H200 printed 2.68, 1.87, 2.87 GiB for Qwen3-30B-A3B, Mixtral-8x7B, gpt-oss-20b (full path: the
+    sampler sets their peaks), 1.1, 1.29, 1.61 GiB for Llama-3.1-8B, Qwen3-8B, Qwen3-14B (the embedding copy), 0.93,
+    1.24 GiB for Mistral-7B, Gemma 3 27B (the MLP) and 1.09 GiB for DeepSeek-V2-Lite (MLA attention);
+    tests/test_activation_peak.py checks every printed peak in the committed logs.
     """
     tokens = min(profile.max_num_batched_tokens, 10**6)
     reqs = min(profile.max_num_seqs, tokens)
     h = m.hidden_size
+    per_token = profile.activation_bytes_per_token * tokens * 2  # bytes per bf16 value of every token
     attention = m.q_dim / tp + 2 * h
     has_dense = m.moe is None or m.moe.num_dense_layers > 0
-    dense = 3 * m.intermediate_size / tp + attention if has_dense else 0.0
     workspace = moe_workspace_bytes(m, profile, tokens, tp, ep)
-    forward = profile.activation_bytes_per_token * tokens * dense * 2
+    forward = per_token * (3 * m.intermediate_size / tp + attention) if has_dense else 0.0
     if m.moe is not None:
         moe = attention + 3 * m.moe.shared_expert_intermediate_size / tp
         if m.native_quantization == "mxfp4":
             moe += m.moe.num_experts_per_token * m.moe.expert_intermediate_size / (1 if ep > 1 else tp)
-        forward = max(forward, workspace + profile.activation_bytes_per_token * tokens * moe * 2)
+        forward = max(forward, workspace + per_token * moe)
+    mla = mla_profile_bytes(m, profile, tp)
+    if mla:
+        forward = max(forward, workspace + mla + per_token * attention)
     if lean_profile(m, profile):
         sampler = profile.lean_sampler_copies * reqs * m.vocab_size * 4
     else:
         sampler = ((profile.sampler_copies + profile.spec_draft_rows) * reqs
                    + min(profile.sampler_scratch_rows, reqs)) * m.vocab_size * 4
+    if sampler and tp > 1:
+        sampler = max(sampler, reqs * m.vocab_size * 2 * (1 / tp + 2))
     kept = workspace + tokens * h * 2 if sampler else 0.0
-    return max(forward, kept + sampler) + profile.profile_overhead_bytes
+    return max(max(forward, kept + sampler) + profile.profile_overhead_bytes, embedding_copy_bytes(m, profile, tp))
 
 
 def kv_groups(m: ModelArch) -> tuple[int, int]:
