@@ -489,9 +489,11 @@ The peak activation that vLLM's profile run reserves follows vLLM 0.26.0's own c
 `activation_peak_bytes`, tests/test_activation_peak.py against every printed peak): which model runner the
 architecture takes (V2 for dense models and DeepSeek-V2, V1 for the other MoEs), the V1 sampler warm-up
 (14 bytes per request and vocabulary entry) and the Triton fused-MoE workspace it keeps, and on the V2 runner
-the forward of the token budget. Two constants are fitted on these logs: the V2 forward multiplier
-(Llama-3.1-8B, Qwen3-8B, Gemma 3) and a 0.045 GiB overhead (Qwen3-30B-A3B alone, a guess); Mixtral,
-gpt-oss-20b, DeepSeek-V2-Lite, the FP8 runs and every TP=2 run set nothing. For Gemma 3 vLLM prints a different quantity:
+the forward of the token budget as counted, an MLA layer's profile-only up-projection buffer and, at TP > 1, the
+logits all-gather. One constant is fitted (a 0.045 GiB overhead, Qwen3-30B-A3B alone, a guess) and one term's shape
+is read off the logs, not vLLM's code: the cold compile's bf16 copy of the token-embedding table, which sets the
+peak of Llama-3.1-8B, Qwen3-8B, Qwen3-14B and Qwen3-32B (the same 1.61 GiB for the last two, whatever their MLP
+widths). Every V2-runner print, H200 and H100, is within 5 %. For Gemma 3 vLLM prints a different quantity:
 with its hybrid allocator (1 full-attention + 6 sliding-window groups of 10 layers) the "KV cache size"
 is max_model_len × the number of max_model_len requests the blocks hold, where a sliding group keeps at
 most window − 1 + 2 × 8,192 in-flight tokens per request; the model reproduces that rule. What limits
