@@ -97,8 +97,8 @@ def headline(s: Scenario, ttft_slo_s: float, itl_slo_s: float, target_rps: float
         price_usd_per_gpu_hour=sync.price_usd_per_gpu_hour, weight_format=sync.weight_format,
         weight_bytes_per_gpu=sync.weight_bytes_per_gpu, kv_cache_bytes_per_gpu=sync.kv_cache_bytes_per_gpu,
         compute_precision=sync.compute_precision, prefill_bound=sync.prefill_bound, decode_bound=sync.decode_bound,
-        start_refusal="" if sync.engine_starts else next((n for n in sync.notes if "refuse to start" in n), ""),
-        calibration=sync.calibration, notes=tuple(n for n in sync.notes if sync.engine_starts or "refuse to start" not in n) + (
+        start_refusal=sync.start_refusal,
+        calibration=sync.calibration, notes=tuple(n for n in sync.notes if n != sync.start_refusal) + (
             ("at full load decode is host-bound: the engine's per-sequence host work, not the GPU, caps "
              f"throughput near {peak.output_tokens_per_s / sync.replicas:,.0f} output tokens/s per replica",)
             if peak.decode_host_bound else ()),

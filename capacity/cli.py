@@ -311,9 +311,9 @@ def _read_trace(path: str, load: str) -> dict:
 
 def cmd_simulate(a) -> int:
     """The step simulator on one scenario: per-request latencies and the engine's own counters."""
-    from capacity.estimate import calibration_for, plan_for, simulation_setup
+    from capacity.estimate import calibration_for, plan_for, service_run, simulation_setup
     from capacity.load import parse_load
-    from capacity.loadmodel.simulate import simulate, simulate_service
+    from capacity.loadmodel.simulate import simulate
 
     s = _scenario(a, method="simulate")
     if s.pp > 1:
@@ -326,9 +326,8 @@ def cmd_simulate(a) -> int:
     n = len(trace.get("trace_isl", ())) or load.shape.simulated_requests(load.value, s.num_requests)
     engine, traffic = simulation_setup(plan, cal, s, load.kind, load.value, n, trace)
     r = simulate(engine, traffic, s.isl, s.osl)
-    # an endless closed loop's steady state is a service's: its clients out of step (capacity.estimate.simulated_load)
-    service = not trace and s.num_requests is None and load.shape.endless and load.shape.drifts(load.value)
-    steady = (simulate_service(engine, traffic, s.isl, s.osl) if service else r).summary("steady")
+    # an endless closed loop's steady state is a service's: its clients out of step (as the estimate prices it)
+    steady = (service_run(plan, cal, s, engine, traffic, load.kind, load.value) or r).summary("steady")
     ttft = r.first_token_s - r.send_s
     e2e = r.end_s - r.send_s
     gaps = np.maximum(r.osl - 1, 1)

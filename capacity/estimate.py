@@ -7,7 +7,7 @@ from dataclasses import replace
 from typing import Any, Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, computed_field, field_validator, model_validator
 
 from capacity.argtypes import LENGTH_MAX_TOKENS
 from capacity.model.architecture import load_model
@@ -29,7 +29,7 @@ from capacity.cost import energy_fields, usd_per_million_tokens
 from capacity.model.bounds import bound_of_step, decode_compute_bound_batch, ideal_bounds
 from capacity.errors import WorkloadError
 from capacity.model.kv import attended_tokens_prefill
-from capacity.loadmodel.simulate import MAX_SIM_REQUESTS, EngineContext, Traffic, simulate, simulate_service
+from capacity.loadmodel.simulate import MAX_SIM_REQUESTS, EngineContext, SimResult, Traffic, simulate, simulate_service
 
 
 class Scenario(BaseModel):
@@ -175,13 +175,18 @@ class Estimate(BaseModel):
     arrival_sample_rel_sd: float | None = Field(
         None, description="random arrivals, simulated: the seed-to-seed relative sd of the arrivals' span (and of "
                           "requests/s with it) for a run of this many requests (capacity/loads/draws.span_rel_sd)")
-    engine_starts: bool = Field(True, description="False: the engine would refuse to start at this max_model_len "
-                                "(the scenario's, else the model's context): its KV cache cannot hold one request "
-                                "that long (vLLM's start-up check; a note says the longest it would take). The "
-                                "numbers assume a server that runs, with requests of isl + osl tokens")
+    start_refusal: str = Field("", description="why the engine would refuse to start at this max_model_len (the "
+                               "scenario's, else the model's context): its KV cache cannot hold one request that long "
+                               "(vLLM's start-up check; it names the longest it would take, and is also a note); '' "
+                               "when it starts. The numbers assume a server that runs, with requests of isl + osl tokens")
     notes: list[str] = Field(default_factory=list)
     card: AccuracyCard | None = Field(None, description="how far to trust this answer: domain, slice, held-out error "
                                                         "and 90 % intervals (capacity/card.py)")
+
+    @computed_field(description="False: the engine would refuse to start at this max_model_len (`start_refusal`)")
+    @property
+    def engine_starts(self) -> bool:
+        return not self.start_refusal
 
 
 def api_servers_note(profile) -> str:
@@ -308,16 +313,26 @@ def simulation_setup(plan: Plan, cal: Calibration, s: Scenario, load_kind: str, 
     return engine, traffic
 
 
+def service_run(plan: Plan, cal: Calibration, s: Scenario, engine: EngineContext, traffic: Traffic, load_kind: str,
+                value: float) -> SimResult | None:
+    """An endless closed loop of several clients as a service sees it, its clients out of step
+    (capacity.loadmodel.simulate.simulate_service, the closed forms' latency as the first guess of a client's cycle);
+    None when the scenario is not one (a finite test, one client, open arrivals or a replayed trace)."""
+    if s.num_requests is not None or traffic.kind == "trace" or not (shape(load_kind).endless
+                                                                    and shape(load_kind).drifts(value)):
+        return None
+    cycle = float(np.asarray(run_load(plan, cal, s, s.isl, s.osl, load_kind, value).e2e_latency_s)) + s.think_time_s
+    return simulate_service(engine, traffic, s.isl, s.osl, cycle if np.isfinite(cycle) and cycle > 0 else None)
+
+
 def simulated_load(plan: Plan, cal: Calibration, s: Scenario, load_kind: str, value: float) -> tuple[LoadResult, str]:
     """The step simulator's answer for one scenario, shaped like the closed forms' (and the regime it describes)."""
     endless = s.num_requests is None and shape(load_kind).endless
     n = shape(load_kind).simulated_requests(value, s.num_requests)
     engine, traffic = simulation_setup(plan, cal, s, load_kind, value, n)
-    service = endless and shape(load_kind).drifts(value)  # clients out of step, as a service's users are
-    if service:  # the closed forms' latency as the first guess of a client's cycle
-        cycle = float(np.asarray(run_load(plan, cal, s, s.isl, s.osl, load_kind, value).e2e_latency_s)) + s.think_time_s
-        sim = simulate_service(engine, traffic, s.isl, s.osl, cycle if np.isfinite(cycle) and cycle > 0 else None)
-    else:
+    sim = service_run(plan, cal, s, engine, traffic, load_kind, value)
+    service = sim is not None
+    if sim is None:
         sim = simulate(engine, traffic, s.isl, s.osl)
     m = sim.summary("steady" if endless else "all")
     regime = (f"steady state of an endless load (simulated {n:,} requests, middle of the run"
@@ -592,7 +607,7 @@ def predict(plan: Plan, cal: Calibration, s: Scenario) -> Estimate:
         **energy_fields(gpu.tdp_watts * s.num_gpus, predicted_power_w(plan, s, f["requests_per_s"], lane),
                         out_tps, s.price_usd_per_kwh),
         calibration=cal.label, calibration_source=cal.source, intervals=intervals, method="bound" if s.ideal else method,
-        regime=regime, arrival_sample_rel_sd=sample_sd or None, engine_starts=plan.engine_starts,
+        regime=regime, arrival_sample_rel_sd=sample_sd or None, start_refusal=plan.start_refusal,
         notes=notes,
     )
     return est.model_copy(update={"card": accuracy_card(s, est)})

@@ -52,7 +52,11 @@ class Plan:
     pipeline_weight_bytes: float = 0.0  # all stages' weights on their GPUs (pp > 1)
     stage_max_share: float = 1.0  # the heaviest stage's share of the weights a step reads (pp > 1: ≥ 1 / pp)
     dp_ranks: int = 1  # attention data parallel: GPUs whose KV pools the blocks pool (a sequence lives on one)
-    engine_starts: bool = True  # False: the engine refuses to start at this max_model_len (`start_refusal`)
+    start_refusal: str = ""  # why the engine would refuse to start at this max_model_len ('' when it starts)
+
+    @property
+    def engine_starts(self) -> bool:
+        return not self.start_refusal
 
     @property
     def lanes(self) -> int:
@@ -243,4 +247,4 @@ def make_plan(m: ModelArch, gpu: Gpu, precision: str, kv_precision: str, profile
                 kv_bytes_per_token(m, kv_b, 1) + (kv_bytes_per_token(draft, kv_b, 1) if draft is not None else 0.0),
                 tuple(notes), pp=pp, lane_memory=lane_mem, lane_max_num_seqs=lane_seqs, stage=stage,
                 pipeline_weight_bytes=stage_w, stage_max_share=stage_share, dp_ranks=ranks,
-                engine_starts=not refusal)
+                start_refusal=refusal)
