@@ -215,6 +215,18 @@ def spec_method(s: "Scenario") -> str:
     return "draft model" if s.spec_draft_model else "n-gram"
 
 
+def engine_unpriced(s: "Scenario", engine: str) -> list[str]:
+    """The parts of the scenario's engine configuration the engine object says the model does not price."""
+    from capacity.engines import get as engine_object
+    from capacity.hardware import load_gpu
+    from capacity.model.architecture import load_model
+
+    try:
+        return engine_object(engine).unpriced(s, load_gpu(s.gpu), load_model(s.model))
+    except Exception:  # noqa: BLE001  a custom GPU, model or engine: nothing known to be unpriced
+        return []
+
+
 def classify(s: "Scenario", e: "Estimate", mclass: str, reg: str, data: dict) -> tuple[str, list[str], list[str]]:
     """(domain, why it lies outside what was measured here, features no committed measurement checked)."""
     gclass, engine = gpu_class(e.gpu), answer_engine(s, e)
@@ -251,6 +263,7 @@ def classify(s: "Scenario", e: "Estimate", mclass: str, reg: str, data: dict) ->
     for knob in knobs:
         if knob not in pub["knobs"] and all(knob not in c["knobs"] for c in measured):
             unsupported.append(f"{knob} set: no committed measurement varied it")
+    unsupported += engine_unpriced(s, engine)
 
     reasons: list[str] = []
     cov = data["measured_coverage"].get(engine)
@@ -349,7 +362,12 @@ def accuracy_card(s: "Scenario", e: "Estimate") -> AccuracyCard | None:
                      + "; ".join(f"{METRIC_LABELS[a.metric]} has {a.own_slice_points}, widened to {a.slice} "
                                  f"({a.points} points)" for a in widened))
     if domain == "unsupported-feature":
-        notes.append("the errors shown are the slice's without the unsupported feature: its effect was never checked")
+        seen = data.get("public_scoring", {}).get("unpriced", {})
+        checked = [(u.split(" (")[0], seen[u.split(" (")[0]]) for u in unsupported if u.split(" (")[0] in seen]
+        notes.append("the errors shown are the slice's without the unsupported feature" + (
+            "; public rows that ran with it: " + "; ".join(
+                f"{name}: {st['points']} points, median error {st['median_error'] * 100:+.0f} % (scored apart)"
+                for name, st in checked) if checked else ": its effect was never checked"))
     if not use_measured and engine not in data["public_engines_scored_as_is"]:
         mapped = [k for k in data["public_scoring"]["mapping"] if k.startswith(f"engine {engine} ")]
         notes.append((f"public {engine} rows were scored as scripts/score_public.py maps them ({mapped[0]}), while this "

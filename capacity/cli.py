@@ -141,6 +141,8 @@ def _limit_args(p: argparse.ArgumentParser) -> None:
                    "steps between reads of new requests (default: the engine's, 1)")
     p.add_argument("--api-server-count", type=_int_in(1, 64), help="vLLM --api-server-count: front-end processes "
                    "streaming tokens (default: the engine's, 1)")
+    p.add_argument("--attention-backend", help="SGLang --attention-backend: the attention kernels (aiter, triton, fa3, "
+                   "...; default: the engine's own choice)")
     p.add_argument("--prefix-hit-rate", type=_float_in(0.0, 1.0, hi_open=True), default=0.0, help="share of prompt tokens already cached")
 
 

@@ -65,6 +65,9 @@ class Scenario(BaseModel):
                                             "decode steps between reads of new requests; default: the engine's (1)")
     api_server_count: int | None = Field(None, ge=1, le=64, description="vLLM --api-server-count: front-end processes "
                                          "streaming tokens; default: the engine's (1)")
+    attention_backend: str | None = Field(None, max_length=32, pattern=r"^[a-z0-9_]+$",
+                                          description="SGLang --attention-backend (aiter, triton, fa3, flashinfer, "
+                                          "...): the attention kernels; default: the engine's own choice")
     prefix_hit_rate: float = Field(0.0, ge=0, lt=1)
     spec_acceptance: float = Field(0.0, ge=0, lt=1)
     spec_draft_tokens: int = Field(0, ge=0, le=64)
@@ -233,7 +236,8 @@ def plan_for(s: Scenario) -> Plan:
     reason)."""
     _check_lengths(s)
     for knob, whose in (("recv_interval_steps", "SGLang's --scheduler-recv-interval"),
-                        ("api_server_count", "vLLM's --api-server-count")):  # a knob only one engine's flags set
+                        ("api_server_count", "vLLM's --api-server-count"),
+                        ("attention_backend", "SGLang's --attention-backend")):  # a knob only one engine's flags set
         value = getattr(s, knob)
         if value not in (None, 1) and not engine_object(s.engine).flags.sets(knob, value):
             raise WorkloadError(f"{knob} is {whose}; engine {s.engine} has no such setting")

@@ -187,6 +187,7 @@ def public_points() -> tuple[list[dict], dict, dict]:
     rows = load_rows()
     scored = sp.score(rows)
     points, fmts, classes, knobs, flags = [], set(), set(), set(), {}
+    unpriced: dict[str, list[float]] = {}
     engines_as_is: set[str] = set()
     refused, longest = 0, 0
     for s in scored:
@@ -212,12 +213,17 @@ def public_points() -> tuple[list[dict], dict, dict]:
             continue
         pt = _point("public", r.engine, r.gpu, mclass, regime(load.kind, load.value), metric, r.value, s.predicted,
                     r.source_id)
-        if pt:
+        if pt and s.unpriced:  # an unsupported feature: scored apart, never in the slices other answers take
+            for u in s.unpriced:
+                unpriced.setdefault(u.split(" (")[0], []).append(pt["error"])
+        elif pt:
             points.append(pt)
     coverage = {"arrivals": ["constant"], "gpu_class_formats": sorted(fmts), "model_classes": sorted(classes),
                 "max_context": longest, "knobs": sorted(knobs)}
     meta = {"rows": len(rows), "scored": len(rows) - refused, "refused": refused,
-            "engines_scored_as_is": sorted(engines_as_is), "scoring": dict(sorted(flags.items()))}
+            "engines_scored_as_is": sorted(engines_as_is), "scoring": dict(sorted(flags.items())),
+            "unpriced": {k: {"points": len(v), "median_abs_error": r4(float(np.median(np.abs(v)))),
+                             "median_error": r4(float(np.median(v)))} for k, v in sorted(unpriced.items())}}
     return points, coverage, meta
 
 
@@ -428,7 +434,7 @@ def build_all() -> tuple[dict, list[dict], list[dict]]:
         "public_coverage": pcov,
         "public_engines_scored_as_is": pmeta["engines_scored_as_is"],
         "public_scoring": {"rows": pmeta["rows"], "scored": pmeta["scored"], "refused": pmeta["refused"],
-                           "mapping": pmeta["scoring"]},
+                           "mapping": pmeta["scoring"], "unpriced": pmeta["unpriced"]},
         "pools": {
             "measured": {"scored_on": SCORED_ON["measured"], "points": len(mpts), "slices": build_slices(mpts)},
             "public": {"scored_on": SCORED_ON["public"], "points": len(ppts), "slices": build_slices(ppts)},

@@ -28,6 +28,7 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
+from capacity.card import engine_unpriced  # noqa: E402
 from capacity.model.architecture import load_model  # noqa: E402
 from capacity.errors import CapacityError  # noqa: E402
 from capacity.estimate import Estimate, Scenario, estimate  # noqa: E402
@@ -70,6 +71,12 @@ class Scored:
     refused: str | None = None
     est: Estimate | None = field(default=None, repr=False)
     fitted: bool = False  # a public calibration trained on this row (data/public/calibration-plan.toml)
+    unpriced: list[str] = field(default_factory=list)  # what the engine object says the model does not price
+
+    @property
+    def domain_note(self) -> str:
+        """'' for a row the model prices; else ' (unpriced: …)' naming the feature (the text before its detail)."""
+        return f" (unpriced: {'; '.join(u.split(' (')[0] for u in self.unpriced)})" if self.unpriced else ""
 
     @property
     def speed_bias(self) -> float | None:
@@ -96,6 +103,8 @@ def score(rows: list[Row], engines: tuple[str, ...] = MODELLED_ENGINES) -> list[
                 cache[key] = f"{type(exc).__name__}: {exc}"
         res = cache[key]
         sc = Scored(r, s, flags, fitted=r.row_id in fitted)
+        if not isinstance(res, str):
+            sc.unpriced = engine_unpriced(Scenario(**s), s["engine"])
         if isinstance(res, str):
             sc.refused = res
         else:
@@ -113,6 +122,7 @@ def likely_causes(sc: Scored) -> str:
     bias = sc.speed_bias or 0.0
     foreign = r.engine not in MODELLED_ENGINES
     launch_bound = e is not None and any("CUDA graph" in n for n in e.notes)
+    causes += [f"unpriced: {u}" for u in sc.unpriced]
     if r.pp > 1:
         causes.append("pipeline parallel: the model's pipeline (pp batches in flight, host work per batch) is not measured here")
     if e is not None and foreign and launch_bound and bias < 0:
@@ -301,7 +311,10 @@ def render_doc(rows: list[Row], scored: list[Scored], before: list[Scored] | Non
     L += slice_table(ok, lambda s: regime(s.row), "regime")
     L += slice_table(ok, lambda s: s.row.metric, "metric")
     L += slice_table(ok, lambda s: s.row.weight_precision, "weight precision")
-    L += slice_table(ok, lambda s: f"{s.row.engine} × {s.row.gpu} × {regime(s.row)}", "engine × GPU × regime")
+    L += slice_table(ok, lambda s: f"{s.row.engine} × {s.row.gpu} × {regime(s.row)}{s.domain_note}", "engine × GPU × regime")
+    L += ["A slice marked *unpriced* holds the rows whose configuration the engine object says the model does not "
+          "price (capacity/engines, `unpriced`); the accuracy card calls such an answer an unsupported feature and "
+          "keeps these rows out of the slices that give other answers their error.", ""]
 
     L += ["## The 15 largest misses", "",
           "Likely causes are read off the scenario's traits and the estimate's own flags (host-bound decode, launch "

@@ -303,3 +303,26 @@ def test_tensorrt_llm_graphs_decode_only_and_prices_no_vllm_launches():
         assert float(step_parts(trt.costs, eff, d, 1500.0, pre, 512.0).launch_s) == 0.0
     vllm = plan_for(s.model_copy(update={"engine": "vllm", "max_cudagraph_tokens": 0}))  # the same layers, eager
     assert float(step_parts(vllm.costs, eff, 512, 1500.0, 0.0, 0.0).launch_s) > 0.05
+
+
+def test_sglang_attention_on_rocm_follows_its_head_rule_and_triton_is_unpriced():
+    """SGLang picks aiter attention on ROCm only at 16 or 128 heads per GPU (its server_args.py), Triton otherwise;
+    the model prices aiter's, so Triton on ROCm is an unsupported feature of the answer; the flag picks either."""
+    from capacity.engines.sglang import attention_backend
+
+    assert attention_backend(None, "AMD", 128, 4) == "triton"  # DeepSeek-R1 at TP 4: 32 heads per GPU
+    assert attention_backend(None, "AMD", 128, 8) == "aiter"
+    assert attention_backend("aiter", "AMD", 128, 4) == "aiter"
+    assert attention_backend(None, "NVIDIA", 128, 4) == "default"
+    sglang = capacity_engines.get("sglang")
+    assert sglang.flags.scenario(["--attention-backend", "aiter"]) == {"attention_backend": "aiter"}
+    assert sglang.flags.sets("attention_backend", "triton")
+    base = dict(model="deepseek-ai/DeepSeek-R1", gpu="mi355x", num_gpus=4, tp=4, precision="mxfp4", engine="sglang",
+                isl=1024, osl=1024, load="concurrency:8")
+    triton, aiter = estimate(Scenario(**base)), estimate(Scenario(**base, attention_backend="aiter"))
+    assert triton.card.domain == "unsupported-feature"
+    assert any("triton attention on ROCm" in r for r in triton.card.reasons)
+    assert aiter.card.domain != "unsupported-feature"
+    assert estimate(Scenario(**{**base, "gpu": "b200", "precision": "nvfp4"})).card.domain != "unsupported-feature"
+    with pytest.raises(WorkloadError, match="attention_backend"):  # a knob only SGLang's flags set
+        estimate(Scenario(**{**base, "engine": "vllm", "attention_backend": "aiter"}))

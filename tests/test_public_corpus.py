@@ -106,3 +106,30 @@ def test_objects_measured_with_the_clients_tokenizer_mismatch_are_left_out(rows)
     _, skipped = build()
     assert skipped[f"inferencex-fixture-sample.jsonl: {TOKENIZER_MISMATCH}"] == 9
     assert any(r.gpu == "b200" and "v0.5.9" in r.engine_version for r in rows)  # 0.5.9 pins transformers 4.57.1
+
+
+def test_inferencex_runs_without_an_image_take_their_workflows_launch(rows):
+    """Objects whose API record names no image take the image and parallelism of InferenceX's workflow and launch
+    scripts in force on their date: SGLang dev 0.5.2 on MI355X (Triton attention at TP 4: unpriced, scored apart),
+    TensorRT-LLM 1.1.0rc2.post2 with EP = TP on H200 and EP 4 with attention DP at 256 clients on B200."""
+    from capacity import Scenario
+    from capacity.card import engine_unpriced
+    from validate.public.scenario import scenario_for
+
+    ix = [r for r in rows if r.source_kind == "inferencex"]
+    assert not [r for r in ix if "not recorded" in r.engine_version]
+    for r in ix:
+        s, _ = scenario_for(r)
+        unpriced = engine_unpriced(Scenario(**s), s["engine"])
+        if r.gpu == "mi355x":
+            old = "2025-10-06" in r.published
+            assert ("sgl-dev-v0.5.2" in r.engine_version) == old, r.row_id
+            assert ("attention_backend" in s) == (not old) and bool(unpriced) == old, r.row_id
+        else:
+            assert not unpriced, r.row_id
+        if r.engine == "trtllm":
+            assert "1.1.0rc2.post2" in r.engine_version
+            if r.gpu == "h200-sxm":
+                assert (r.ep, r.dp) == (8, 1), r.row_id
+            elif r.concurrency == 256:
+                assert (r.ep, r.dp) == (4, 4), r.row_id

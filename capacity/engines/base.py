@@ -260,6 +260,9 @@ class Engine:
     # follows from it (SGLang's memory fraction from its chunk size, vLLM's largest graph from its sequence limit)
     limits: Callable[[float | None, int, Mapping[str, Any]], EngineProfile] = field(default=_no_profile)
     source: str = ""
+    # (Scenario, GPU spec, model architecture) -> the parts of this configuration the model does not price, each in
+    # words (the accuracy card reports them as unsupported features); none by default
+    unpriced: Callable[[Any, Any, Any], list[str]] = field(default=lambda _s, _gpu, _model: [])
 
     def profile(self, gpu_memory_bytes: float | None = None, tp: int = 1, **overrides: Any) -> EngineProfile:
         """The limits on a GPU of `gpu_memory_bytes` at this TP (None: the engine's reference GPU); overrides

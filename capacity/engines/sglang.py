@@ -18,6 +18,10 @@ step (SGLang 0.5.9–0.5.17 `SchedulerRecvSkipper`; read from the release wheels
 for the next read, N decode steps apart; after a prefill the next iteration reads at once. An idle scheduler runs no
 GPU work between its iterations, so its wait is taken as none.
 Sliding-window models use vLLM's hybrid-allocator rule (SGLang's own SWA pool is not modelled).
+Attention kernels: priced as the engine's default on NVIDIA and as aiter's on ROCm. SGLang picks aiter on ROCm only
+when the attention heads per GPU (the config's KV heads ÷ TP) are 16 or 128, Triton otherwise (server_args.py, every
+0.5.x read: "current aiter only support head number 16 or 128"), so DeepSeek-R1 at TP 4 runs Triton unless
+--attention-backend aiter is given. Triton attention on ROCm is not priced: the card calls it an unsupported feature.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from capacity.engines.base import Engine, EngineProfile, Flag, FlagTable
+from capacity.errors import WorkloadError
 from capacity.engines.flags import (attention_dp_switch, data_parallel, expert_parallel_size, graphs_off, graphs_to,
                                     kv_fp8, limit, pipeline_parallel, pipeline_stages, precision_fp8,
                                     precision_from_quantization, tensor_parallel)
@@ -65,6 +70,11 @@ def limits(gpu_memory_bytes: float | None, tp: int, overrides: Mapping[str, Any]
 
         gpu_memory_bytes = load_gpu(REFERENCE_GPU).usable_memory_bytes
     defaults = sglang_defaults(gpu_memory_bytes, tp, chunk)
+    if overrides.get("gpu_memory_utilization"):  # a fraction given replaces the one the chunk's reserve would set
+        defaults["gpu_memory_utilization"] = overrides["gpu_memory_utilization"]
+    elif defaults["gpu_memory_utilization"] <= 0:
+        raise WorkloadError(f"max_num_batched_tokens: SGLang's default memory fraction for a {chunk:,}-token chunk "
+                            "reserves all of the GPU's memory; set gpu_memory_utilization (--mem-fraction-static)")
     return EngineProfile(
         name="sglang",
         **defaults,
@@ -93,6 +103,32 @@ def limits(gpu_memory_bytes: float | None, tp: int, overrides: Mapping[str, Any]
         prefill_graphs_skip_mla=True,
         prefill_graphs_nvidia_only=True,
     )
+
+
+ROCM_AITER_HEADS_PER_GPU = (16, 128)  # the head counts SGLang's aiter attention takes on ROCm
+PRICED_ROCM_ATTENTION = ("aiter",)
+
+
+def attention_backend(chosen: str | None, vendor: str, num_kv_heads: int, tp: int) -> str:
+    """The attention kernels SGLang runs: the one chosen (--attention-backend), else on ROCm aiter at 16 or 128
+    attention heads per GPU and Triton otherwise; on NVIDIA its own default ("default")."""
+    if chosen:
+        return chosen
+    if vendor != "AMD":
+        return "default"
+    return "aiter" if num_kv_heads // max(tp, 1) in ROCM_AITER_HEADS_PER_GPU else "triton"
+
+
+def unpriced(s, gpu, model) -> list[str]:
+    """What of an SGLang configuration the model does not price: attention other than aiter's on ROCm."""
+    if gpu.vendor != "AMD":
+        return []
+    backend = attention_backend(s.attention_backend, gpu.vendor, model.num_kv_heads, s.tp)
+    if backend in PRICED_ROCM_ATTENTION:
+        return []
+    why = "chosen" if s.attention_backend else f"SGLang's default at {model.num_kv_heads // max(s.tp, 1)} attention heads per GPU"
+    return [f"SGLang's {backend} attention on ROCm ({why}): the model prices aiter's kernels "
+            "(--attention-backend aiter)"]
 
 
 FLAGS = FlagTable((
@@ -129,9 +165,11 @@ FLAGS = FlagTable((
     Flag("scheduler_recv_interval", "--scheduler-recv-interval",
          "decode steps between two reads of new requests while a batch runs (default 1)",
          read=limit("recv_interval_steps", int), write=lambda s: s.get("recv_interval_steps")),
+    Flag("attention_backend", "--attention-backend", "attention kernels (aiter, triton, fa3, flashinfer, ...)",
+         read=lambda text: {"attention_backend": text}, write=lambda s: s.get("attention_backend")),
     Flag("cuda_graph_max_bs", "--cuda-graph-max-bs", "largest decode CUDA graph, in SEQUENCES (one token each)",
          read=graphs_to, write=lambda s: s.get("max_cudagraph_tokens") or None),
 ))
 
-ENGINE = Engine(name="sglang", title="SGLang", flags=FLAGS, limits=limits,
+ENGINE = Engine(name="sglang", title="SGLang", flags=FLAGS, limits=limits, unpriced=unpriced,
                 source="SGLang 0.5.17 server_args.py and its start-up log on an H200 (sitting 5)")

@@ -124,6 +124,52 @@ def client_tokenizer_mismatch(o: ApiResult) -> bool:
             and any(tag in (o.image or "") for tag in TOKENIZER_MISMATCH_IMAGES))
 
 
+# Objects whose API record names no image: what InferenceX's DeepSeek-R1 workflow (.github/workflows/dsr1-tmpl.yml) and
+# launch scripts named at the last commit before the run (SemiAnalysisAI/InferenceX, read 2026-12-07). The API's
+# decode_ep / decode_dp_attention are not written by that era's utils/process_result.py (it records neither), so where
+# a script sets them they come from the script.
+# - SGLang on MI355X, 5de26a26924a (2025-10-06, before 03:00 UTC): image
+#   rocm/7.0:rocm7.0_ubuntu_22.04_sgl-dev-v0.5.2-rocm7.0-mi35x-20250915 (from about 2025-09-20 until 332fec529ff3,
+#   2025-12-16, which moved to lmsysorg/sglang:v0.5.6.post1-rocm700-mi35x and added --attention-backend aiter with an
+#   FP8 KV cache); benchmarks/dsr1_fp4_mi355x_docker.sh sets no --attention-backend and no --kv-cache-dtype.
+# - TensorRT-LLM on H200 and B200, e06929c701a0 (2025-11-01): image nvcr.io/nvidia/tensorrt-llm/release:1.1.0rc2.post2;
+#   benchmarks/dsr1_fp8_h200_trt_slurm.sh runs EP = TP (attention DP only above 64 clients, or 32 at 8k/1k);
+#   dsr1_fp4_b200_trt_slurm.sh at TP 4 runs EP 1 up to 32 clients and EP 4 above, with attention DP from 256 clients
+#   (1k/1k, 1k/8k) or above 32 (8k/1k).
+class Launch(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    image: str
+    commit: str
+    ep: int | None = None  # None: the API object's value stands
+    attention_dp: bool | None = None
+    note: str = ""
+
+
+def launch_for(o: ApiResult) -> Launch | None:
+    """What the launch configuration in force on the object's date ran, for objects whose API record names no image."""
+    if o.image:
+        return None
+    if o.framework == "sglang" and o.hardware == "mi355x" and "2025-09-20" <= o.date < "2025-12-16":
+        return Launch(image="rocm/7.0:rocm7.0_ubuntu_22.04_sgl-dev-v0.5.2-rocm7.0-mi35x-20250915", commit="5de26a26924a",
+                      note="SGLang dev 0.5.2 (AMD's build of 2025-09-15); no --attention-backend set: SGLang picks "
+                           "aiter on ROCm only at 16 or 128 attention heads per GPU, so Triton attention at TP 4")
+    if o.framework == "trt" and o.hardware in ("h200", "b200") and "2025-10-29" <= o.date < "2025-11-03":
+        image, commit = "nvcr.io/nvidia/tensorrt-llm/release:1.1.0rc2.post2", "e06929c701a0"
+        tp, conc = int(o.decode_tp), int(o.conc)
+        if o.hardware == "h200":
+            dp = conc > (32 if o.isl > o.osl else 64)
+            return Launch(image=image, commit=commit, ep=tp, attention_dp=dp,
+                          note=f"EP {tp}{' and attention DP' if dp else ''} from the launch script (EP = TP)")
+        if tp == 4:
+            ep = 4 if conc > 32 else 1
+            dp = conc > 32 if o.isl > o.osl else conc >= 256
+            return Launch(image=image, commit=commit, ep=ep, attention_dp=dp,
+                          note=f"EP {ep}{' and attention DP' if dp else ''} from the launch script")
+        return Launch(image=image, commit=commit)
+    return None
+
+
 def import_file(path: Path) -> tuple[list[Row], dict[str, int]]:
     text = path.read_text()
     h = read_header(text)
@@ -139,8 +185,14 @@ def import_file(path: Path) -> tuple[list[Row], dict[str, int]]:
         model_id, model_note = MODELS[o.model]
         weight, wnote = _precision(o.precision, o.hardware)
         gpu_note = "InferenceX's h200 is the H200 SXM (HGX)" if o.hardware == "h200" else ""
-        tp, ep = int(o.decode_tp), int(o.decode_ep)
-        version = o.image or "image not recorded in the API object"
+        tp, ep, dp = int(o.decode_tp), int(o.decode_ep), o.decode_dp_attention
+        launch = launch_for(o)
+        version, launch_note = o.image or "image not recorded in the API object", ""
+        if launch is not None:
+            version = f"{launch.image} (InferenceX's workflow @ {launch.commit}; the API object names none)"
+            ep = launch.ep if launch.ep is not None else ep
+            dp = launch.attention_dp if launch.attention_dp is not None else dp
+            launch_note = launch.note
         kv, kv_note = script_kv(o.framework, o.hardware, o.date)
         for key, metric, stat, mnote in METRICS:
             if key not in o.metrics:
@@ -150,13 +202,13 @@ def import_file(path: Path) -> tuple[list[Row], dict[str, int]]:
                 source_url=h["url"], source_commit=h["commit"], source_path=f"data/public/raw/{path.name}",
                 published=f"InferenceX run of {o.date} ({o.run_url})", read_on=h["read"],
                 engine=ENGINES[o.framework], engine_version=version, gpu=map_gpu(o.hardware), num_gpus=tp, tp=tp, ep=ep,
-                dp=tp if o.decode_dp_attention else 1, pp=1, model=model_id, model_published=o.model,
+                dp=tp if dp else 1, pp=1, model=model_id, model_published=o.model,
                 weight_precision=weight, kv_precision=kv, isl=int(o.isl), osl=int(o.osl),
                 lengths="distributed", length_range_ratio=0.8, load="concurrency", concurrency=int(o.conc),
                 num_requests=10 * int(o.conc), metric=metric, statistic=stat, value=float(o.metrics[key]),
                 note=join_notes(model_note, wnote, mnote, "lengths uniform in [0.8 L, L] (InferenceX's harness)",
                                 kv_note, gpu_note, AMBIGUOUS_PROMPT_COUNT.get((o.hardware, o.date), ""),
                                 "expert parallel " + str(ep) if ep > 1 else "",
-                                "engine version not recorded" if not o.image else ""),
+                                launch_note, "engine version not recorded" if not (o.image or launch) else ""),
             ))
     return rows, dict(skipped)

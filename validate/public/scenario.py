@@ -17,6 +17,8 @@ Mapping choices (each returned as a flag, counted in docs/public-corpus.md):
 
 from __future__ import annotations
 
+import re
+
 from capacity.model.architecture import load_model
 from capacity.engines.trtllm import PROFILE as TRTLLM_PROFILE, bench_limits, bench_model_inputs
 from capacity.hardware import load_gpu
@@ -88,6 +90,36 @@ def _inferencex_sglang(r: Row, s: dict, flags: list[str]) -> None:
     flags.append("InferenceX's SGLang launch settings (receive interval, graphs, memory fraction, chunk)")
 
 
+# InferenceX's SGLang launch scripts for DeepSeek-R1 FP4 on MI355X (SemiAnalysisAI/InferenceX
+# benchmarks/dsr1_fp4_mi355x_docker.sh @ 5de26a26924a, in force on 2025-10-06, and single_node/dsr1_fp4_mi355x.sh @
+# f267602ff782, in force on 2026-02-27; read 2026-12-07): --mem-fraction-static 0.8, --chunked-prefill-size 196608
+# (32768 at 8k/1k above 32 clients), --cuda-graph-max-bs 128, radix cache off; and from 332fec529ff3 (2025-12-16) on,
+# --attention-backend aiter (before it none: SGLang's own choice, capacity.engines.sglang.attention_backend).
+INFERENCEX_SGLANG_ROCM = ("mi355x",)
+AITER_FORCED_SINCE = "2025-12-16"
+
+
+def run_date(r: Row) -> str:
+    """The ISO date in a row's `published` text ('' when none)."""
+    found = re.search(r"\d{4}-\d{2}-\d{2}", r.published)
+    return found.group(0) if found else ""
+
+
+def inferencex_sglang_rocm_limits(concurrency: int | None, isl: int, osl: int, date: str) -> dict:
+    """The engine settings InferenceX's MI355X SGLang launch scripts set on a run's date (INFERENCEX_SGLANG_ROCM)."""
+    chunk = 32768 if isl > osl and (concurrency or 1) > 32 else 196608
+    out = {"gpu_memory_utilization": 0.8, "max_num_batched_tokens": chunk, "max_cudagraph_tokens": 128}
+    if date >= AITER_FORCED_SINCE:
+        out["attention_backend"] = "aiter"
+    return out
+
+
+def _inferencex_sglang_rocm(r: Row, s: dict, flags: list[str]) -> None:
+    s.update(inferencex_sglang_rocm_limits(r.concurrency, r.isl, r.osl, run_date(r)))
+    flags.append("InferenceX's MI355X SGLang launch settings (memory fraction, chunk, graphs"
+                 + (", aiter attention)" if "attention_backend" in s else "; no attention backend set)"))
+
+
 def unstated_kv(weight_precision: str) -> str:
     """The KV precision taken where a source does not state it: FP8 for FP8/FP4 checkpoints, BF16 otherwise."""
     return "fp8" if weight_precision in ("fp8", "nvfp4", "mxfp4") else "bf16"
@@ -150,6 +182,8 @@ def scenario_for(r: Row, engines: tuple[str, ...] = MODELLED_ENGINES) -> tuple[d
         _inferencex_trtllm(r, s, flags)
     elif engine == "sglang" and r.source_kind == "inferencex" and r.gpu in INFERENCEX_SGLANG:
         _inferencex_sglang(r, s, flags)
+    elif engine == "sglang" and r.source_kind == "inferencex" and r.gpu in INFERENCEX_SGLANG_ROCM:
+        _inferencex_sglang_rocm(r, s, flags)
     return s, flags
 
 
