@@ -329,7 +329,7 @@ def test_achievable_above_the_peak_is_a_one_line_error(tmp_path):
 def test_an_extrapolated_calibration_carries_the_gpus_achievable_gemm_shares():
     """A calibration fitted on the H200 and applied to an MI325X (no calibration of its own; the MI300X has a public
     one now) scales its GEMM shares by the two GPUs' measured maximum-achievable matmul (fp8: 58.1 % against 73.4 %)
-    and says so; on its own GPU it is untouched, and where a GPU has no published figure (L40S) nothing is scaled."""
+    and says so; on its own GPU it is untouched, and where a GPU has no published figure (L4) nothing is scaled."""
     from capacity.calibration import find_calibration, shipped_calibrations
 
     base = shipped_calibrations()[("vllm", "h200-sxm", "fp8")].efficiency
@@ -339,5 +339,5 @@ def test_an_extrapolated_calibration_carries_the_gpus_achievable_gemm_shares():
     assert mi.efficiency.weight_bandwidth == base.weight_bandwidth
     assert "maximum-achievable" in mi.extrapolated
     assert find_calibration("vllm", "h200-sxm", "fp8").efficiency.matmul == base.matmul
-    l40s = find_calibration("vllm", "l40s", "fp8")
-    assert l40s.efficiency.matmul == base.matmul and "maximum-achievable" not in l40s.extrapolated
+    l4 = find_calibration("vllm", "l4", "fp8")
+    assert l4.efficiency.matmul == base.matmul and "maximum-achievable" not in l4.extrapolated
