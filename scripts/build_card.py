@@ -512,8 +512,12 @@ def render_doc(card: dict) -> str:
          "(speculative decoding at an acceptance or draft count never measured, prefix hits above the highest "
          "measured rate, think time, FP4 on a GPU class where no row ran it, context beyond "
          f"the longest measured ({max([card['public_coverage']['max_context']] + [c['max_context'] for c in mc.values()]):,} "
-         "tokens), a scheduler knob never varied). The card shows the slice's errors without the feature and says "
-         "its effect is not in them.", "",
+         "tokens), a scheduler knob never varied), or a part of the engine's configuration its engine object says "
+         "the model does not price (capacity/engines, `unpriced`: SGLang's Triton attention on ROCm). The card shows "
+         "the slice's errors without the feature and says its effect is not in them; where public rows ran an unpriced "
+         "feature they are scored apart and the card quotes their error: "
+         + ("; ".join(f"{k}: {v['points']} points, median error {v['median_error'] * 100:+.0f} %"
+                      for k, v in card["public_scoring"].get("unpriced", {}).items()) or "none") + ".", "",
          "What the measurements here cover, per engine:", "",
          "| engine | version | GPUs | weights | KV | model classes | largest model (total / active) | TP | EP | lengths up to | regimes | arrivals | knobs set | prefix hits up to | speculative drafts |",
          "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
