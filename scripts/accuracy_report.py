@@ -743,7 +743,8 @@ Measured value, then the error of each mode (ideal / default / calibrated).
 
 
 # blocks of docs/accuracy.md that other generators own (start marker, end marker), kept as they are
-KEPT_BLOCKS = (("<!-- disagg-public: written by scripts/score_disagg.py -->", "<!-- /disagg-public -->"),)
+KEPT_BLOCKS = (("<!-- public-slices: written by scripts/score_public.py -->", "<!-- /public-slices -->"),
+               ("<!-- disagg-public: written by scripts/score_disagg.py -->", "<!-- /disagg-public -->"))
 
 
 def kept_blocks(old: str) -> str:

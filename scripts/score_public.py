@@ -407,16 +407,55 @@ def readme_table(scored: list[Scored], before: list[Scored]) -> str:
     return "\n".join(lines)
 
 
-def generate_all(rows_path: Path = ROWS_PATH) -> tuple[str, str, str]:
-    """(docs/public-corpus.md, data/public/scores.csv, the README's public table)."""
+ACCURACY_START = "<!-- public-slices: written by scripts/score_public.py -->"
+ACCURACY_END = "<!-- /public-slices -->"
+
+
+def accuracy_section(scored: list[Scored], before: list[Scored]) -> str:
+    """docs/accuracy.md's public-corpus block: held-out rows per engine × GPU × regime, before (TensorRT-LLM rows
+    scored with the vLLM profile and vLLM's H200 calibration) and now."""
+    prior = {b.row.row_id: b for b in before if b.error is not None}
+    held = [s for s in scored if s.error is not None and not s.fitted]
+    groups: dict[str, list[Scored]] = {}
+    for s in held:
+        groups.setdefault(f"{s.row.engine} × {s.row.gpu} × {regime(s.row)}{s.domain_note}", []).append(s)
+    L = [ACCURACY_START, "## Public corpus per engine × GPU × regime, before and after", "",
+         f"Held-out rows of data/public/rows.jsonl ({len(held)}; [public-corpus.md](public-corpus.md) has every slice, "
+         "the sources and the largest misses). **Before**: TensorRT-LLM rows scored with the vLLM profile and vLLM's H200 "
+         "calibration (the mapping before TensorRT-LLM had its own profile and public calibrations); every other row "
+         "as now. **Now**: the shipped model. An *unpriced* slice holds rows whose configuration the engine object "
+         "says the model does not price (the card calls them an unsupported feature).", "",
+         "| engine × GPU × regime | points | median abs error before | now | median speed bias now |",
+         "|---|---|---|---|---|"]
+    for name in sorted(groups, key=lambda g: (-len(groups[g]), g)):
+        now = groups[name]
+        was = [prior.get(s.row.row_id, s) for s in now]
+        L.append(f"| {name} | {len(now)} | {apct(summarize(was)[1])} | {apct(summarize(now)[1])} | "
+                 f"{pct(summarize(now)[3])} |")
+    return "\n".join(L + ["", ACCURACY_END])
+
+
+def with_accuracy_section(doc: str, section: str) -> str:
+    """docs/accuracy.md with its public-corpus block replaced (when absent: put before the disaggregated block that
+    scripts/score_disagg.py owns, or at the end)."""
+    if ACCURACY_START in doc and ACCURACY_END in doc:
+        return doc[:doc.index(ACCURACY_START)] + section + doc[doc.index(ACCURACY_END) + len(ACCURACY_END):]
+    disagg = "<!-- disagg-public:"
+    if disagg in doc:
+        return doc[:doc.index(disagg)] + section + "\n\n" + doc[doc.index(disagg):]
+    return doc.rstrip("\n") + "\n\n" + section + "\n"
+
+
+def generate_all(rows_path: Path = ROWS_PATH) -> tuple[str, str, str, str]:
+    """(docs/public-corpus.md, data/public/scores.csv, the README's public table, docs/accuracy.md's public block)."""
     rows = load_rows(rows_path)
     scored = score(rows)
     before = score([r for r in rows if r.engine == "trtllm"], engines=("vllm", "sglang"))
-    return render_doc(rows, scored, before), render_scores(scored), readme_table(scored, before)
+    return render_doc(rows, scored, before), render_scores(scored), readme_table(scored, before), accuracy_section(scored, before)
 
 
 def generate(rows_path: Path = ROWS_PATH) -> tuple[str, str]:
-    doc, scores, _ = generate_all(rows_path)
+    doc, scores, _, _ = generate_all(rows_path)
     return doc, scores
 
 
@@ -430,12 +469,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--doc", type=Path, default=DOC_PATH)
     ap.add_argument("--scores", type=Path, default=SCORES_PATH)
     args = ap.parse_args(argv)
-    doc, scores, table = generate_all()
+    doc, scores, table, section = generate_all()
     args.doc.write_text(doc)
     args.scores.write_text(scores)
     readme = REPO / "README.md"
     readme.write_text(with_readme_table(readme.read_text(), table))
-    print(f"wrote {args.doc}, {args.scores} and the public table in {readme}")
+    accuracy = REPO / "docs" / "accuracy.md"
+    accuracy.write_text(with_accuracy_section(accuracy.read_text(), section))
+    print(f"wrote {args.doc}, {args.scores}, the public table in {readme} and the public block of {accuracy}")
     return 0
 
 

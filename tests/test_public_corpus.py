@@ -63,11 +63,13 @@ def test_doc_and_scores_are_up_to_date():
     mod = importlib.util.module_from_spec(spec)
     sys.modules.setdefault("score_public", mod)
     spec.loader.exec_module(mod)
-    doc, scores, table = mod.generate_all(ROWS_PATH)
+    doc, scores, table, section = mod.generate_all(ROWS_PATH)
     assert doc == (REPO / "docs" / "public-corpus.md").read_text(), "run python scripts/score_public.py"
     assert scores == (REPO / "data" / "public" / "scores.csv").read_text(), "run python scripts/score_public.py"
     readme = (REPO / "README.md").read_text()
     assert mod.with_readme_table(readme, table) == readme, "run python scripts/score_public.py"
+    accuracy = (REPO / "docs" / "accuracy.md").read_text()
+    assert mod.with_accuracy_section(accuracy, section) == accuracy, "run python scripts/score_public.py"
 
 
 def test_inferencex_sglang_rows_take_their_launch_scripts_settings(rows):
