@@ -218,13 +218,20 @@ def spec_method(s: "Scenario") -> str:
 def engine_unpriced(s: "Scenario", engine: str) -> list[str]:
     """The parts of the scenario's engine configuration the engine object says the model does not price."""
     from capacity.engines import get as engine_object
+    from capacity.errors import CapacityError
     from capacity.hardware import load_gpu
     from capacity.model.architecture import load_model
 
     try:
         return engine_object(engine).unpriced(s, load_gpu(s.gpu), load_model(s.model))
-    except Exception:  # noqa: BLE001  a custom GPU, model or engine: nothing known to be unpriced
+    except CapacityError:  # an engine, GPU or model the catalog does not resolve: nothing known to be unpriced
         return []
+
+
+def unpriced_name(feature: str) -> str:
+    """An unpriced feature's name: its text before the parenthesis that says why (the key card.json's
+    public_scoring.unpriced counts its public rows under)."""
+    return feature.split(" (")[0]
 
 
 def classify(s: "Scenario", e: "Estimate", mclass: str, reg: str, data: dict) -> tuple[str, list[str], list[str]]:
@@ -363,7 +370,7 @@ def accuracy_card(s: "Scenario", e: "Estimate") -> AccuracyCard | None:
                                  f"({a.points} points)" for a in widened))
     if domain == "unsupported-feature":
         seen = data.get("public_scoring", {}).get("unpriced", {})
-        checked = [(u.split(" (")[0], seen[u.split(" (")[0]]) for u in unsupported if u.split(" (")[0] in seen]
+        checked = [(unpriced_name(u), seen[unpriced_name(u)]) for u in unsupported if unpriced_name(u) in seen]
         notes.append("the errors shown are the slice's without the unsupported feature" + (
             "; public rows that ran with it: " + "; ".join(
                 f"{name}: {st['points']} points, median error {st['median_error'] * 100:+.0f} % (scored apart)"

@@ -25,6 +25,8 @@ from validate.calibration_plan import trains_on
 from validate.compare import MeasuredRun, compare_dirs, load_run
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from score_disagg import PUBLIC_END as DISAGG_END, PUBLIC_START as DISAGG_START  # noqa: E402
+from score_public import ACCURACY_END, ACCURACY_START  # noqa: E402
 from step_log_analysis import rows as step_rows  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -742,9 +744,9 @@ Measured value, then the error of each mode (ideal / default / calibrated).
     print(text[:3000])
 
 
-# blocks of docs/accuracy.md that other generators own (start marker, end marker), kept as they are
-KEPT_BLOCKS = (("<!-- public-slices: written by scripts/score_public.py -->", "<!-- /public-slices -->"),
-               ("<!-- disagg-public: written by scripts/score_disagg.py -->", "<!-- /disagg-public -->"))
+# blocks of docs/accuracy.md that other generators own (start marker, end marker, as those scripts name them), kept
+# as they are
+KEPT_BLOCKS = ((ACCURACY_START, ACCURACY_END), (DISAGG_START.rstrip("\n"), DISAGG_END))
 
 
 def kept_blocks(old: str) -> str:

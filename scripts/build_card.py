@@ -59,7 +59,7 @@ import score_public as sp  # noqa: E402
 from capacity.model.architecture import load_model  # noqa: E402
 from capacity.calibration import shipped_calibrations  # noqa: E402
 from capacity.card import (KNOBS, METRIC_LABELS, METRICS, gpu_class, lookup, model_class, regime, slice_chain,  # noqa: E402
-                           spec_method)
+                           spec_method, unpriced_name)
 from capacity.estimate import estimate  # noqa: E402
 from capacity.load import parse_load  # noqa: E402
 from validate.compare import compare_dirs, load_run, point_scenario  # noqa: E402
@@ -215,7 +215,7 @@ def public_points() -> tuple[list[dict], dict, dict]:
                     r.source_id)
         if pt and s.unpriced:  # an unsupported feature: scored apart, never in the slices other answers take
             for u in s.unpriced:
-                unpriced.setdefault(u.split(" (")[0], []).append(pt["error"])
+                unpriced.setdefault(unpriced_name(u), []).append(pt["error"])
         elif pt:
             points.append(pt)
     coverage = {"arrivals": ["constant"], "gpu_class_formats": sorted(fmts), "model_classes": sorted(classes),

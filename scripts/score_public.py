@@ -28,7 +28,7 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from capacity.card import engine_unpriced  # noqa: E402
+from capacity.card import engine_unpriced, unpriced_name  # noqa: E402
 from capacity.model.architecture import load_model  # noqa: E402
 from capacity.errors import CapacityError  # noqa: E402
 from capacity.estimate import Estimate, Scenario, estimate  # noqa: E402
@@ -76,7 +76,7 @@ class Scored:
     @property
     def domain_note(self) -> str:
         """'' for a row the model prices; else ' (unpriced: …)' naming the feature (the text before its detail)."""
-        return f" (unpriced: {'; '.join(u.split(' (')[0] for u in self.unpriced)})" if self.unpriced else ""
+        return f" (unpriced: {'; '.join(unpriced_name(u) for u in self.unpriced)})" if self.unpriced else ""
 
     @property
     def speed_bias(self) -> float | None:
@@ -98,13 +98,14 @@ def score(rows: list[Row], engines: tuple[str, ...] = MODELLED_ENGINES) -> list[
         key = tuple(sorted(s.items()))
         if key not in cache:
             try:
-                cache[key] = estimate(Scenario(**s))
+                scenario = Scenario(**s)
+                cache[key] = (estimate(scenario), engine_unpriced(scenario, s["engine"]))
             except CapacityError as exc:
                 cache[key] = f"{type(exc).__name__}: {exc}"
         res = cache[key]
         sc = Scored(r, s, flags, fitted=r.row_id in fitted)
         if not isinstance(res, str):
-            sc.unpriced = engine_unpriced(Scenario(**s), s["engine"])
+            res, sc.unpriced = res
         if isinstance(res, str):
             sc.refused = res
         else:
@@ -436,13 +437,10 @@ def accuracy_section(scored: list[Scored], before: list[Scored]) -> str:
 
 
 def with_accuracy_section(doc: str, section: str) -> str:
-    """docs/accuracy.md with its public-corpus block replaced (when absent: put before the disaggregated block that
-    scripts/score_disagg.py owns, or at the end)."""
+    """docs/accuracy.md with its public-corpus block replaced (appended at the end when absent; accuracy_report.py
+    puts the blocks it keeps in its own order)."""
     if ACCURACY_START in doc and ACCURACY_END in doc:
         return doc[:doc.index(ACCURACY_START)] + section + doc[doc.index(ACCURACY_END) + len(ACCURACY_END):]
-    disagg = "<!-- disagg-public:"
-    if disagg in doc:
-        return doc[:doc.index(disagg)] + section + "\n\n" + doc[doc.index(disagg):]
     return doc.rstrip("\n") + "\n\n" + section + "\n"
 
 

@@ -46,12 +46,12 @@ def replay_options(run_dir: Path, load: str) -> dict | None:
     return None
 
 
-def ttft_key(run, p) -> str:
+def ttft_key(scenario, load: str) -> str:
     """What the model is given to predict a point's TTFT: its scenario, less the seed, and for a lone request less
     the request count and output length (neither changes a lone prompt's TTFT). Points with one key get one
     prediction, whatever server or round measured them."""
-    s = point_scenario(run, p).model_dump(exclude={"seed"})
-    if p.load.startswith("sync"):
+    s = scenario.model_dump(exclude={"seed"})
+    if load.startswith("sync"):
         s.pop("num_requests", None)
         s.pop("osl", None)
         s["load"] = "sync"
@@ -72,13 +72,14 @@ def rows(paths: list[str]) -> list[dict]:
         for p in run.points:
             if not p.completed:
                 continue
-            row = {"run": path, "load": p.load, "kind": p.load.split(":")[0], "ttft_key": ttft_key(run, p),
+            scenario = point_scenario(run, p)  # the run's length spread and arrivals come with it
+            row = {"run": path, "load": p.load, "kind": p.load.split(":")[0], "ttft_key": ttft_key(scenario, p.load),
                    "split": "fitted" if trains_on(PLAN_PATH, ROOT / path, "vllm", run.scenario.get("precision", "bf16"),
                                                   int(run.scenario.get("tp", 1)), p.load, measured_plan) else "held out"}
             for method in ("closed-form", "simulate"):
                 try:
                     t0 = time.perf_counter()
-                    e = estimate(point_scenario(run, p, method=method))  # the run's length spread and arrivals come with it
+                    e = estimate(scenario.model_copy(update={"method": method}))
                     row[f"{method}_s"] = time.perf_counter() - t0
                 except CapacityError as exc:
                     row[f"{method}_error"] = str(exc)
@@ -90,7 +91,7 @@ def rows(paths: list[str]) -> list[dict]:
                     row[f"{method}_err_{pk}"] = getattr(e, pk) / meas - 1 if meas else np.nan
             replay = replay_options(ROOT / path, p.load)
             if replay is not None:  # the simulator fed with what was really sent
-                s = point_scenario(run, p)
+                s = scenario
                 plan = plan_for(s)
                 value = float(p.load.split(":")[1]) if ":" in p.load else 1.0
                 try:

@@ -30,10 +30,10 @@ from collections.abc import Mapping
 from typing import Any
 
 from capacity.engines.base import Engine, EngineProfile, Flag, FlagTable
-from capacity.errors import WorkloadError
 from capacity.engines.flags import (attention_dp_switch, data_parallel, expert_parallel_size, graphs_off, graphs_to,
                                     kv_fp8, limit, pipeline_parallel, pipeline_stages, precision_fp8,
                                     precision_from_quantization, tensor_parallel)
+from capacity.errors import WorkloadError
 
 MiB = 2**20
 GiB = 2**30
@@ -109,6 +109,11 @@ ROCM_AITER_HEADS_PER_GPU = (16, 128)  # the head counts SGLang's aiter attention
 PRICED_ROCM_ATTENTION = ("aiter",)
 
 
+def heads_per_gpu(num_kv_heads: int, tp: int) -> int:
+    """The attention heads per GPU SGLang's backend choice reads (the config's KV heads ÷ TP)."""
+    return num_kv_heads // max(tp, 1)
+
+
 def attention_backend(chosen: str | None, vendor: str, num_kv_heads: int, tp: int) -> str:
     """The attention kernels SGLang runs: the one chosen (--attention-backend), else on ROCm aiter at 16 or 128
     attention heads per GPU and Triton otherwise; on NVIDIA its own default ("default")."""
@@ -116,17 +121,16 @@ def attention_backend(chosen: str | None, vendor: str, num_kv_heads: int, tp: in
         return chosen
     if vendor != "AMD":
         return "default"
-    return "aiter" if num_kv_heads // max(tp, 1) in ROCM_AITER_HEADS_PER_GPU else "triton"
+    return "aiter" if heads_per_gpu(num_kv_heads, tp) in ROCM_AITER_HEADS_PER_GPU else "triton"
 
 
 def unpriced(s, gpu, model) -> list[str]:
     """What of an SGLang configuration the model does not price: attention other than aiter's on ROCm."""
-    if gpu.vendor != "AMD":
-        return []
     backend = attention_backend(s.attention_backend, gpu.vendor, model.num_kv_heads, s.tp)
-    if backend in PRICED_ROCM_ATTENTION:
+    if gpu.vendor != "AMD" or backend in PRICED_ROCM_ATTENTION:
         return []
-    why = "chosen" if s.attention_backend else f"SGLang's default at {model.num_kv_heads // max(s.tp, 1)} attention heads per GPU"
+    why = ("chosen" if s.attention_backend else
+           f"SGLang's default at {heads_per_gpu(model.num_kv_heads, s.tp)} attention heads per GPU")
     return [f"SGLang's {backend} attention on ROCm ({why}): the model prices aiter's kernels "
             "(--attention-backend aiter)"]
 

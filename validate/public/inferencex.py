@@ -136,6 +136,9 @@ def client_tokenizer_mismatch(o: ApiResult) -> bool:
 #   benchmarks/dsr1_fp8_h200_trt_slurm.sh runs EP = TP (attention DP only above 64 clients, or 32 at 8k/1k);
 #   dsr1_fp4_b200_trt_slurm.sh at TP 4 runs EP 1 up to 32 clients and EP 4 above, with attention DP from 256 clients
 #   (1k/1k, 1k/8k) or above 32 (8k/1k).
+MI355X_AITER_SINCE = "2025-12-16"  # 332fec529ff3: --attention-backend aiter (and v0.5.6.post1) from this date on
+
+
 class Launch(BaseModel):
     model_config = ConfigDict(frozen=True)
 
@@ -150,7 +153,7 @@ def launch_for(o: ApiResult) -> Launch | None:
     """What the launch configuration in force on the object's date ran, for objects whose API record names no image."""
     if o.image:
         return None
-    if o.framework == "sglang" and o.hardware == "mi355x" and "2025-09-20" <= o.date < "2025-12-16":
+    if o.framework == "sglang" and o.hardware == "mi355x" and "2025-09-20" <= o.date < MI355X_AITER_SINCE:
         return Launch(image="rocm/7.0:rocm7.0_ubuntu_22.04_sgl-dev-v0.5.2-rocm7.0-mi35x-20250915", commit="5de26a26924a",
                       note="SGLang dev 0.5.2 (AMD's build of 2025-09-15); no --attention-backend set: SGLang picks "
                            "aiter on ROCm only at 16 or 128 attention heads per GPU, so Triton attention at TP 4")

@@ -23,6 +23,7 @@ from capacity.model.architecture import load_model
 from capacity.engines.trtllm import PROFILE as TRTLLM_PROFILE, bench_limits, bench_model_inputs
 from capacity.hardware import load_gpu
 from capacity.model.precision import kv_bytes_per_element
+from validate.public.inferencex import MI355X_AITER_SINCE
 from validate.public.schema import Row
 
 MODELLED_ENGINES = ("vllm", "sglang", "trtllm")
@@ -96,7 +97,6 @@ def _inferencex_sglang(r: Row, s: dict, flags: list[str]) -> None:
 # (32768 at 8k/1k above 32 clients), --cuda-graph-max-bs 128, radix cache off; and from 332fec529ff3 (2025-12-16) on,
 # --attention-backend aiter (before it none: SGLang's own choice, capacity.engines.sglang.attention_backend).
 INFERENCEX_SGLANG_ROCM = ("mi355x",)
-AITER_FORCED_SINCE = "2025-12-16"
 
 
 def run_date(r: Row) -> str:
@@ -109,7 +109,7 @@ def inferencex_sglang_rocm_limits(concurrency: int | None, isl: int, osl: int, d
     """The engine settings InferenceX's MI355X SGLang launch scripts set on a run's date (INFERENCEX_SGLANG_ROCM)."""
     chunk = 32768 if isl > osl and (concurrency or 1) > 32 else 196608
     out = {"gpu_memory_utilization": 0.8, "max_num_batched_tokens": chunk, "max_cudagraph_tokens": 128}
-    if date >= AITER_FORCED_SINCE:
+    if date >= MI355X_AITER_SINCE:
         out["attention_backend"] = "aiter"
     return out
 
